@@ -1,0 +1,5 @@
+//! `mf`: the headless face of Measured Forgetting (under construction).
+
+fn main() {
+    println!("mf: under construction");
+}

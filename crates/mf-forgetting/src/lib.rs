@@ -1,0 +1,1 @@
+//! Measured forgetting: the pure compaction core (under construction).

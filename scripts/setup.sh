@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Install what is missing for building and testing Measured Forgetting, then
+# fetch the test models. Idempotent: run it as often as you like.
+#
+#   scripts/setup.sh            system packages + test models
+#   MF_SKIP_SYSTEM=1 scripts/setup.sh   models only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# System packages the build needs. Later parts of the app add to these lists.
+DEBIAN_PKGS=(build-essential pkg-config cmake libclang-dev libssl-dev git python3 python3-pip)
+BREW_PKGS=(cmake llvm pkg-config)
+
+log() { printf '\033[1m==>\033[0m %s\n' "$*"; }
+
+install_debian() {
+    local missing=()
+    for p in "${DEBIAN_PKGS[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    if [ ${#missing[@]} -eq 0 ]; then
+        log "system packages: all present"
+        return
+    fi
+    log "installing system packages: ${missing[*]}"
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -qq -o DPkg::Lock::Timeout=300
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq -o DPkg::Lock::Timeout=300 "${missing[@]}"
+}
+
+install_macos() {
+    command -v brew >/dev/null || { echo "error: Homebrew is required on macOS (https://brew.sh)" >&2; exit 1; }
+    for p in "${BREW_PKGS[@]}"; do
+        brew list --formula "$p" >/dev/null 2>&1 || { log "brew install $p"; brew install "$p"; }
+    done
+    xcode-select -p >/dev/null 2>&1 || { echo "error: run 'xcode-select --install' first" >&2; exit 1; }
+}
+
+if [ "${MF_SKIP_SYSTEM:-0}" != "1" ]; then
+    case "$(uname -s)" in
+        Linux)
+            if command -v apt-get >/dev/null; then install_debian
+            else echo "warning: not a Debian/Ubuntu system; install ${DEBIAN_PKGS[*]} yourself" >&2; fi ;;
+        Darwin) install_macos ;;
+        *) echo "warning: unsupported OS $(uname -s); continuing" >&2 ;;
+    esac
+fi
+
+command -v cargo >/dev/null || { echo "error: Rust (cargo) is required: https://rustup.rs" >&2; exit 1; }
+
+log "test models"
+python3 scripts/fetch_models.py

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The README's test command: install what is missing, then run every test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+echo "==> cargo test --workspace"
+cargo test --workspace --all-targets --locked 2>&1
+echo "==> fuzz workspace builds (planner target)"
+(cd fuzz && cargo check --locked --quiet 2>&1)
