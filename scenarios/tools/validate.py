@@ -1,0 +1,371 @@
+#!/usr/bin/env python3
+"""Validate a directory of compaction scenarios against the shared format.
+
+Usage: python3 scenarios/tools/validate.py [DIR] [--strict] [--markdown]
+
+DIR defaults to scenarios/compaction. Two kinds of findings:
+
+* errors — the file breaks the format contract (what `mf plan` / the Rust
+  parser would reject, plus a few structural rules of the contract such as
+  tool_call_id naming an earlier call): always make the exit status 1.
+* warnings — the file is valid but weak as a benchmark item (a probe answerable
+  from the pinned zone and the last 2 messages, a keyword that also appears in
+  the probe question, a required keyword that never occurs in the conversation,
+  a size outside the length's target, ...). With --strict they are errors too;
+  this team's own set is kept at zero warnings.
+
+Prints a per-scenario table (id, class, length, messages, approx tokens,
+probes per dimension) and the totals per dimension. --markdown prints the
+table as Markdown (used for scenarios/README.md).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+CLASSES = ["lookup", "multi_hop", "exploratory", "aggregation", "contradiction", "temporal"]
+LENGTHS = ["short", "medium", "long"]
+ROLES = ["system", "user", "assistant", "tool"]
+DIMENSIONS = ["fact_retention", "causal_fidelity", "contradiction_awareness", "temporal_ordering", "entity_recall"]
+DIM_SHORT = {"fact_retention": "fact", "causal_fidelity": "causal", "contradiction_awareness": "contra",
+             "temporal_ordering": "temporal", "entity_recall": "entity"}
+
+TOP_KEYS = {"id", "class", "length", "title", "messages", "probes"}
+TOP_REQUIRED = TOP_KEYS
+MSG_KEYS = {"id", "role", "content", "tool_calls", "tool_call_id", "name", "is_error"}
+CALL_KEYS = {"id", "name", "arguments"}
+PROBE_KEYS = {"id", "question", "dimension", "required", "partial", "reference"}
+
+# Size targets per length: (min messages, max messages, min tokens, max tokens), ~4 chars/token.
+TARGETS = {"short": (8, 14, 600, 1000), "medium": (24, 40, 1500, 2500), "long": (60, 200, 3000, 5000)}
+RECENT = 2  # messages kept verbatim by every condition (the "recent" zone)
+
+
+def approx_tokens(messages: list) -> int:
+    chars = 0
+    for m in messages:
+        if not isinstance(m, dict):
+            continue
+        c = m.get("content")
+        chars += len(c) if isinstance(c, str) else 0
+        for tc in m.get("tool_calls") or []:
+            if isinstance(tc, dict):
+                chars += len(str(tc.get("name", ""))) + len(json.dumps(tc.get("arguments", {})))
+    return round(chars / 4)
+
+
+def message_text(m: dict) -> str:
+    text = m.get("content") if isinstance(m.get("content"), str) else ""
+    for tc in m.get("tool_calls") or []:
+        if isinstance(tc, dict):
+            text += "\n" + json.dumps(tc.get("arguments", {}), ensure_ascii=False)
+    return text
+
+
+def variants(group) -> list[str]:
+    return group if isinstance(group, list) else [group]
+
+
+def group_in(group, text_lower: str) -> bool:
+    return any(v.lower() in text_lower for v in variants(group) if isinstance(v, str))
+
+
+class Checker:
+    def __init__(self, path: Path):
+        self.path = path
+        self.errors: list[str] = []
+        self.warnings: list[str] = []
+
+    def err(self, where: str, msg: str) -> None:
+        self.errors.append(f"{self.path.name}: {where}: {msg}")
+
+    def warn(self, where: str, msg: str) -> None:
+        self.warnings.append(f"{self.path.name}: {where}: {msg}")
+
+    # ------------------------------------------------------------------
+    def check(self) -> dict | None:
+        try:
+            doc = json.loads(self.path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            self.err("file", f"not readable JSON: {e}")
+            return None
+        if not isinstance(doc, dict):
+            self.err("file", "top level must be an object")
+            return None
+        for k in sorted(set(doc) - TOP_KEYS):
+            self.err(k, "unknown field")
+        for k in sorted(TOP_REQUIRED - set(doc)):
+            self.err(k, "missing field")
+        for k in ("id", "title"):
+            if k in doc and (not isinstance(doc[k], str) or not doc[k].strip()):
+                self.err(k, "must be a non-empty string")
+        if isinstance(doc.get("id"), str) and doc["id"] != self.path.stem:
+            self.warn("id", f"{doc['id']!r} differs from the file name {self.path.stem!r}")
+        if "class" in doc and doc["class"] not in CLASSES:
+            self.err("class", f"{doc['class']!r} is not one of {CLASSES}")
+        if "length" in doc and doc["length"] not in LENGTHS:
+            self.err("length", f"{doc['length']!r} is not one of {LENGTHS}")
+        msgs = doc.get("messages")
+        if not isinstance(msgs, list) or not msgs:
+            self.err("messages", "must be a non-empty array")
+            msgs = []
+        question_idx = self.check_messages(msgs)
+        probes = doc.get("probes")
+        if not isinstance(probes, list):
+            self.err("probes", "must be an array")
+            probes = []
+        self.check_probes(probes, msgs, question_idx)
+        self.check_size(doc, msgs, probes)
+        return doc
+
+    # ------------------------------------------------------------------
+    def check_messages(self, msgs: list) -> int | None:
+        call_names: dict[str, str] = {}
+        answered: Counter = Counter()
+        ids: set[str] = set()
+        question_idx = None
+        first_non_system = None
+        for i, m in enumerate(msgs):
+            w = f"messages[{i}]"
+            if not isinstance(m, dict):
+                self.err(w, "must be an object")
+                continue
+            for k in sorted(set(m) - MSG_KEYS):
+                self.err(f"{w}.{k}", "unknown field")
+            role = m.get("role")
+            if role not in ROLES:
+                self.err(f"{w}.role", f"{role!r} is not one of {ROLES}")
+            if not isinstance(m.get("content"), str):
+                self.err(f"{w}.content", "missing or not a string")
+            mid = m.get("id", f"m{i}")
+            if not isinstance(mid, str) or not mid:
+                self.err(f"{w}.id", "must be a non-empty string")
+            elif mid in ids:
+                self.err(f"{w}.id", f"duplicate message id {mid!r}")
+            else:
+                ids.add(mid)
+            if role != "system" and first_non_system is None:
+                first_non_system = i
+            if role == "user" and question_idx is None:
+                question_idx = i
+            if "tool_calls" in m:
+                if role != "assistant":
+                    self.err(f"{w}.tool_calls", "only assistant messages may carry tool_calls")
+                tcs = m["tool_calls"]
+                if not isinstance(tcs, list):
+                    self.err(f"{w}.tool_calls", "must be an array")
+                    tcs = []
+                for j, tc in enumerate(tcs):
+                    tw = f"{w}.tool_calls[{j}]"
+                    if not isinstance(tc, dict):
+                        self.err(tw, "must be an object")
+                        continue
+                    for k in sorted(set(tc) - CALL_KEYS):
+                        self.err(f"{tw}.{k}", "unknown field")
+                    for k in ("id", "name"):
+                        if not isinstance(tc.get(k), str) or not tc.get(k):
+                            self.err(f"{tw}.{k}", "missing or not a non-empty string")
+                    if not isinstance(tc.get("arguments"), dict):
+                        self.err(f"{tw}.arguments", "missing or not a JSON object")
+                    cid = tc.get("id")
+                    if isinstance(cid, str):
+                        if cid in call_names:
+                            self.err(f"{tw}.id", f"duplicate tool call id {cid!r}")
+                        call_names[cid] = tc.get("name") if isinstance(tc.get("name"), str) else ""
+            for k in ("tool_call_id", "name", "is_error"):
+                if k in m and role != "tool":
+                    self.err(f"{w}.{k}", "only tool messages may carry this field")
+            if "is_error" in m and not isinstance(m["is_error"], bool):
+                self.err(f"{w}.is_error", "must be a boolean")
+            if "name" in m and not isinstance(m["name"], str):
+                self.err(f"{w}.name", "must be a string")
+            if role == "tool":
+                cid = m.get("tool_call_id")
+                if cid is None:
+                    self.warn(w, "tool message without tool_call_id")
+                elif not isinstance(cid, str):
+                    self.err(f"{w}.tool_call_id", "must be a string")
+                elif cid not in call_names:
+                    self.err(f"{w}.tool_call_id", f"{cid!r} names no tool call of an earlier assistant message")
+                else:
+                    answered[cid] += 1
+                    if isinstance(m.get("name"), str) and m["name"] != call_names[cid]:
+                        self.err(f"{w}.name", f"{m['name']!r} differs from the call's name {call_names[cid]!r}")
+        if question_idx is None:
+            self.err("messages", "no user message (the original question)")
+        elif first_non_system != question_idx:
+            self.warn("messages", "the first non-system message is not the user's question")
+        for cid in call_names:
+            if answered[cid] == 0:
+                self.warn("messages", f"tool call {cid!r} has no result")
+            elif answered[cid] > 1:
+                self.warn("messages", f"tool call {cid!r} has {answered[cid]} results")
+        return question_idx
+
+    # ------------------------------------------------------------------
+    def check_keyword(self, where: str, kw) -> bool:
+        if isinstance(kw, str):
+            if not kw.strip():
+                self.err(where, "empty keyword")
+                return False
+            return True
+        if isinstance(kw, list):
+            if not kw:
+                self.err(where, "empty list of variants")
+                return False
+            ok = True
+            for v in kw:
+                if not isinstance(v, str) or not v.strip():
+                    self.err(where, "variants must be non-empty strings")
+                    ok = False
+            return ok
+        self.err(where, "a keyword is a string or a list of strings")
+        return False
+
+    def check_probes(self, probes: list, msgs: list, question_idx: int | None) -> None:
+        if not 2 <= len(probes) <= 3:
+            self.warn("probes", f"{len(probes)} probes; the benchmark wants 2-3 per scenario")
+        all_text = [message_text(m).lower() if isinstance(m, dict) else "" for m in msgs]
+        q = question_idx if question_idx is not None else 0
+        pinned = "\n".join(all_text[: q + 1])
+        middle = "\n".join(all_text[q + 1: max(q + 1, len(msgs) - RECENT)])
+        kept = pinned + "\n" + "\n".join(all_text[max(q + 1, len(msgs) - RECENT):])
+        ids = set()
+        for i, p in enumerate(probes):
+            w = f"probes[{i}]"
+            if not isinstance(p, dict):
+                self.err(w, "must be an object")
+                continue
+            for k in sorted(set(p) - PROBE_KEYS):
+                self.err(f"{w}.{k}", "unknown field")
+            for k in ("id", "question", "reference"):
+                if not isinstance(p.get(k), str) or not p.get(k, "").strip():
+                    self.err(f"{w}.{k}", "missing or not a non-empty string")
+            pid = p.get("id")
+            if isinstance(pid, str):
+                if pid in ids:
+                    self.err(f"{w}.id", f"duplicate probe id {pid!r}")
+                ids.add(pid)
+            if p.get("dimension") not in DIMENSIONS:
+                self.err(f"{w}.dimension", f"{p.get('dimension')!r} is not one of {DIMENSIONS}")
+            req = p.get("required")
+            part = p.get("partial")
+            if not isinstance(req, list) or not req:
+                self.err(f"{w}.required", "must be a non-empty array of keywords")
+                req = []
+            if not isinstance(part, list):
+                self.err(f"{w}.partial", "must be an array of keywords")
+                part = []
+            elif not part:
+                self.warn(f"{w}.partial", "no partial keywords")
+            good_req = [g for j, g in enumerate(req) if self.check_keyword(f"{w}.required[{j}]", g)]
+            good_part = [g for j, g in enumerate(part) if self.check_keyword(f"{w}.partial[{j}]", g)]
+            question = p.get("question", "") if isinstance(p.get("question"), str) else ""
+            ql = question.lower()
+            for kind, groups in (("required", good_req), ("partial", good_part)):
+                for g in groups:
+                    for v in variants(g):
+                        if v.lower() in ql:
+                            self.warn(f"{w}.{kind}", f"keyword {v!r} appears in the probe question (free credit)")
+                        if len(v) < 3:
+                            self.warn(f"{w}.{kind}", f"keyword {v!r} is shorter than 3 characters (matches by chance)")
+            for g in good_req:
+                if not group_in(g, middle):
+                    self.warn(f"{w}.required", f"no variant of {variants(g)} occurs in the compressible middle of the conversation")
+                if group_in(g, pinned):
+                    self.warn(f"{w}.required", f"{variants(g)} occurs in the pinned zone (system prompt / question)")
+            if good_req and all(group_in(g, kept) for g in good_req):
+                self.warn(w, "answerable from the pinned zone + last 2 messages alone (forgetting not measurable)")
+            elif any(group_in(g, kept) for g in good_req):
+                hits = [variants(g)[0] for g in good_req if group_in(g, kept)]
+                self.warn(w, f"required keyword(s) {hits} also occur in the pinned zone or the last 2 messages")
+
+    # ------------------------------------------------------------------
+    def check_size(self, doc: dict, msgs: list, probes: list) -> None:
+        length = doc.get("length")
+        if length not in TARGETS:
+            return
+        lo_m, hi_m, lo_t, hi_t = TARGETS[length]
+        n = len(msgs)
+        t = approx_tokens(msgs)
+        if not lo_m <= n <= hi_m:
+            self.warn("messages", f"{n} messages; target for {length} is {lo_m}-{hi_m}")
+        if not lo_t <= t <= hi_t:
+            self.warn("messages", f"~{t} tokens; target for {length} is {lo_t}-{hi_t}")
+
+
+def main(argv: list[str]) -> int:
+    strict = "--strict" in argv
+    markdown = "--markdown" in argv
+    args = [a for a in argv if not a.startswith("--")]
+    root = Path(args[0]) if args else Path(__file__).resolve().parent.parent / "compaction"
+    files = sorted(root.glob("*.json"))
+    if not files:
+        print(f"no *.json files in {root}", file=sys.stderr)
+        return 1
+    rows = []
+    errors: list[str] = []
+    warnings: list[str] = []
+    seen_ids: dict[str, str] = {}
+    totals: Counter = Counter()
+    cells: Counter = Counter()
+    for f in files:
+        c = Checker(f)
+        doc = c.check()
+        errors += c.errors
+        warnings += c.warnings
+        if doc is None:
+            continue
+        sid = doc.get("id")
+        if isinstance(sid, str):
+            if sid in seen_ids:
+                errors.append(f"{f.name}: id: {sid!r} also used by {seen_ids[sid]}")
+            seen_ids[sid] = f.name
+        dims = Counter(p.get("dimension") for p in doc.get("probes", []) if isinstance(p, dict))
+        totals.update(dims)
+        cells[(doc.get("class"), doc.get("length"))] += 1
+        msgs = doc.get("messages") if isinstance(doc.get("messages"), list) else []
+        rows.append((sid, doc.get("class"), doc.get("length"), len(msgs), approx_tokens(msgs),
+                     sum(dims.values()), dims))
+
+    order = {(k, l): (CLASSES.index(k) if k in CLASSES else 99, LENGTHS.index(l) if l in LENGTHS else 99)
+             for _, k, l, *_ in rows}
+    rows.sort(key=lambda r: order[(r[1], r[2])])
+    dim_cols = [DIM_SHORT[d] for d in DIMENSIONS]
+    if markdown:
+        print("| id | class | length | messages | ~tokens | probes | " + " | ".join(dim_cols) + " |")
+        print("| --- | --- | --- | ---: | ---: | ---: | " + " | ".join("---:" for _ in dim_cols) + " |")
+        for sid, k, l, n, t, np, dims in rows:
+            print(f"| {sid} | {k} | {l} | {n} | {t} | {np} | " + " | ".join(str(dims.get(d, 0)) for d in DIMENSIONS) + " |")
+        print(f"| **total** | | | {sum(r[3] for r in rows)} | {sum(r[4] for r in rows)} | {sum(r[5] for r in rows)} | "
+              + " | ".join(str(totals.get(d, 0)) for d in DIMENSIONS) + " |")
+    else:
+        head = f"{'id':<22} {'class':<14} {'length':<7} {'msgs':>4} {'~tok':>5} {'probes':>6}  " + " ".join(f"{c:>8}" for c in dim_cols)
+        print(head)
+        print("-" * len(head))
+        for sid, k, l, n, t, np, dims in rows:
+            print(f"{str(sid):<22} {str(k):<14} {str(l):<7} {n:>4} {t:>5} {np:>6}  " + " ".join(f"{dims.get(d, 0):>8}" for d in DIMENSIONS))
+        print("-" * len(head))
+        print(f"{'total':<22} {'':<14} {'':<7} {sum(r[3] for r in rows):>4} {sum(r[4] for r in rows):>5} {sum(r[5] for r in rows):>6}  "
+              + " ".join(f"{totals.get(d, 0):>8}" for d in DIMENSIONS))
+    print()
+    print(f"{len(rows)} scenarios, {sum(totals.values())} probes: "
+          + ", ".join(f"{d} {totals.get(d, 0)}" for d in DIMENSIONS))
+    missing = [f"{k}-{l}" for k in CLASSES for l in LENGTHS if cells[(k, l)] == 0]
+    if missing:
+        print(f"class x length cells without a scenario: {', '.join(missing)}")
+    for w in warnings:
+        print(("error (strict): " if strict else "warning: ") + w)
+    for e in errors:
+        print("error: " + e)
+    print(f"{len(errors)} errors, {len(warnings)} warnings")
+    if errors or (strict and warnings):
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
