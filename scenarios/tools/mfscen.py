@@ -132,10 +132,10 @@ class Scenario:
         }
 
     def check_filler(self) -> None:
-        """Filler must not contain any probe keyword (no accidental answers)."""
+        """Filler must not contain a required probe keyword (no accidental or competing answers)."""
         variants = set()
         for p in self.probes:
-            for group in p["required"] + p["partial"]:
+            for group in p["required"]:
                 for v in group if isinstance(group, list) else [group]:
                     variants.add(v.lower())
         for idx in self.filler_indices:
@@ -144,7 +144,7 @@ class Scenario:
             text = (content + json.dumps(m.get("tool_calls", []))).lower()
             for v in variants:
                 if v in text:
-                    raise ValueError(f"{self.sid}: filler message {idx} contains probe keyword {v!r}; change the seed")
+                    raise ValueError(f"{self.sid}: filler message {idx} contains required keyword {v!r}; change the seed or the keyword")
 
     def write(self, out_dir: Path = OUT_DIR) -> Path:
         self.check_filler()
