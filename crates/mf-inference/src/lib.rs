@@ -1,1 +1,31 @@
-//! Inference backends (under construction).
+//! Inference for Measured Forgetting.
+//!
+//! How the pieces fit:
+//! - [`types`] is the chat vocabulary ([`ChatMessage`], [`ToolSpec`], [`Sampling`],
+//!   [`Generation`] with its [`KvStats`]).
+//! - [`Backend`] is what the agent talks to: generate (streamed, cancellable),
+//!   count tokens, context size, model info.
+//! - [`LlamaSession`] runs a GGUF model in-process on a worker thread that keeps the
+//!   KV cache between calls and reuses the longest common prefix of each prompt.
+//! - [`OllamaBackend`] and [`OpenAiBackend`] talk to existing servers.
+//! - [`template::ChatTemplate`] renders the model's own chat template (tools
+//!   included) and chooses the [`tool_parse::ToolCallFormat`] its replies are
+//!   parsed with; [`thinking`] separates `<think>` blocks.
+//! - [`bench_kv`] measures the cache reuse (`mf bench-kv`).
+
+pub mod backend;
+pub mod bench_kv;
+pub mod error;
+pub mod http;
+pub mod llama;
+pub mod reply;
+pub mod template;
+pub mod thinking;
+pub mod tool_parse;
+pub mod types;
+
+pub use backend::{Backend, CancelToken, TokenSink};
+pub use error::{InferenceError, Result};
+pub use http::{OllamaBackend, OpenAiBackend};
+pub use llama::{LlamaConfig, LlamaSession};
+pub use types::*;

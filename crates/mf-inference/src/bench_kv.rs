@@ -1,0 +1,357 @@
+//! `mf bench-kv`: how much of each prompt the KV cache saves over a scripted
+//! tool investigation, and whether reuse changes greedy output.
+//!
+//! Two scenarios are replayed on one model, each with reuse on (the session
+//! keeps its cache) and off (the cache is cleared before every round):
+//! - `investigation`: 5 rounds; each appends a fixed assistant tool call and
+//!   its tool result, then the model writes a short greedy reply (discarded,
+//!   so the fixed history stays identical in both modes).
+//! - `compaction`: 10 rounds; after round 5 the middle of the conversation is
+//!   replaced by a summary (system prompt and question pinned, the last two
+//!   tool rounds kept). Round 6 runs on the compacted conversation itself, so
+//!   its decoded tokens can be compared with summary + recent.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::backend::CancelToken;
+use crate::error::Result;
+use crate::llama::{LlamaConfig, LlamaSession};
+use crate::template::RenderOptions;
+use crate::types::{ChatMessage, GenerateRequest, Sampling, ToolCall, ToolSpec};
+
+/// What to run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchKvConfig {
+    /// The GGUF model.
+    pub model_path: PathBuf,
+    /// Context window.
+    pub n_ctx: u32,
+    /// Tokens generated per round (greedy).
+    pub reply_tokens: u32,
+    /// CPU threads (default: all).
+    pub n_threads: Option<i32>,
+}
+
+impl BenchKvConfig {
+    /// Defaults: 4096-token context, 16-token replies.
+    pub fn new(model_path: impl Into<PathBuf>) -> Self {
+        Self { model_path: model_path.into(), n_ctx: 4096, reply_tokens: 16, n_threads: None }
+    }
+}
+
+/// One round in one mode.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoundReport {
+    /// 1-based.
+    pub round: u32,
+    /// Tokens in the prompt.
+    pub prompt_tokens: u32,
+    /// Tokens of the previous round's prompt (what was re-sent); 0 in round 1
+    /// and in the round right after a compaction.
+    pub resent_tokens: u32,
+    /// Prompt tokens taken from the cache.
+    pub reused: u32,
+    /// Prompt tokens decoded.
+    pub decoded: u32,
+    /// Cached tokens removed.
+    pub trimmed: u32,
+    /// Whether the cache was cleared entirely.
+    pub full_clear: bool,
+    /// Wall time of the whole generation, ms.
+    pub wall_ms: u64,
+    /// Of which prompt decoding, ms.
+    pub prefill_ms: u64,
+    /// The greedy reply.
+    pub reply: String,
+}
+
+/// One scenario, both modes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioReport {
+    /// `investigation` or `compaction`.
+    pub name: String,
+    /// Rounds with the cache kept.
+    pub reuse: Vec<RoundReport>,
+    /// Rounds with the cache cleared each time.
+    pub no_reuse: Vec<RoundReport>,
+    /// Σ reused / Σ re-sent over the rounds that re-send a previous prompt (reuse on).
+    pub reuse_fraction: f64,
+    /// Wall time without reuse / with reuse, per round.
+    pub speedup: Vec<f64>,
+    /// Total wall ms with and without reuse.
+    pub total_wall_ms: (u64, u64),
+    /// Total decoded tokens with and without reuse.
+    pub total_decoded: (u32, u32),
+    /// Every reply identical with and without reuse.
+    pub greedy_identical: bool,
+}
+
+/// What happened at the compaction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompactionReport {
+    /// The round that ran on the compacted conversation.
+    pub round: u32,
+    /// Tokens of the pinned head (system + question) rendered alone.
+    pub pinned_tokens: u32,
+    /// Tokens of summary + recent (the compacted prompt minus the pinned head).
+    pub summary_plus_recent_tokens: u32,
+    /// Tokens actually decoded in that round (reuse on).
+    pub re_decoded: u32,
+    /// Tokens reused in that round.
+    pub reused: u32,
+    /// Tokens trimmed from the cache.
+    pub trimmed: u32,
+    /// Whether the model's memory forced a full clear.
+    pub full_clear: bool,
+}
+
+/// The whole benchmark.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchKvReport {
+    /// Model file name.
+    pub model: String,
+    /// Architecture.
+    pub architecture: Option<String>,
+    /// Context window used.
+    pub n_ctx: u32,
+    /// Tokens generated per round.
+    pub reply_tokens: u32,
+    /// The 5-round investigation.
+    pub investigation: ScenarioReport,
+    /// The 10-round investigation with a compaction.
+    pub compaction: ScenarioReport,
+    /// The compaction's figures.
+    pub compaction_step: CompactionReport,
+    /// Speedup of round 5 of the investigation.
+    pub round5_speedup: f64,
+}
+
+fn tools() -> Vec<ToolSpec> {
+    vec![
+        ToolSpec {
+            name: "http_get".into(),
+            description: "Fetch a JSON resource from the orders API".into(),
+            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+        },
+        ToolSpec {
+            name: "read_file".into(),
+            description: "Read a text file from the workspace".into(),
+            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+        },
+    ]
+}
+
+fn head() -> Vec<ChatMessage> {
+    vec![
+        ChatMessage::system("You are an investigator. Use the tools to answer the question, citing order ids. Be brief."),
+        ChatMessage::user("Which customer had the most refunded orders in March, and what was the total refunded amount?"),
+    ]
+}
+
+const CUSTOMERS: [&str; 7] = ["acme", "globex", "initech", "umbrella", "hooli", "stark", "wayne"];
+const STATUSES: [&str; 4] = ["paid", "refunded", "shipped", "refunded"];
+
+/// A deterministic tool round: the assistant's call and the result.
+fn tool_round(k: u32) -> [ChatMessage; 2] {
+    let path = format!("/api/orders?month=2024-03&page={k}");
+    let id = format!("call_r{k}");
+    let call = ToolCall { id: id.clone(), name: "http_get".into(), arguments: json!({"path": path}) };
+    let orders: Vec<_> = (0..8u32)
+        .map(|i| {
+            let n = k * 8 + i;
+            json!({
+                "id": format!("ord-{:05}", 1000 + n * 37 % 9000),
+                "customer": CUSTOMERS[(n * 3 % 7) as usize],
+                "amount": f64::from((n * 7919) % 50_000) / 100.0,
+                "status": STATUSES[(n % 4) as usize],
+                "created": format!("2024-03-{:02}T{:02}:{:02}:00Z", 1 + n % 28, n % 24, n * 13 % 60),
+            })
+        })
+        .collect();
+    let result = json!({"page": k, "per_page": 8, "orders": orders}).to_string();
+    [
+        ChatMessage::assistant_tool_calls(format!("Fetching page {k} of the March orders."), vec![call]),
+        ChatMessage::tool_result(id, "http_get", result),
+    ]
+}
+
+fn summary() -> ChatMessage {
+    ChatMessage::user(
+        "Summary of the investigation so far: pages 1-3 of the March orders were read. Refunds so far: \
+         globex 3 (ord-01259, ord-01555, ord-01851, total 412.57), umbrella 2 (ord-01111, ord-01407, total 233.10). \
+         Continue with the remaining pages.",
+    )
+}
+
+struct Mode {
+    rounds: Vec<RoundReport>,
+}
+
+fn run_rounds(session: &LlamaSession, convs: &[(Vec<ChatMessage>, bool)], reuse: bool, reply_tokens: u32) -> Result<Mode> {
+    let tools = tools();
+    let mut rounds = Vec::new();
+    let mut prev_prompt = 0u32;
+    session.clear_blocking()?;
+    for (i, (messages, continues)) in convs.iter().enumerate() {
+        if !reuse {
+            session.clear_blocking()?;
+        }
+        let req = GenerateRequest { messages: messages.clone(), tools: tools.clone(), sampling: Sampling::greedy(reply_tokens) };
+        let t = Instant::now();
+        let g = session.generate_blocking(req, None, CancelToken::new())?;
+        let wall_ms = t.elapsed().as_millis() as u64;
+        let kv = g.usage.kv;
+        rounds.push(RoundReport {
+            round: i as u32 + 1,
+            prompt_tokens: kv.prompt_tokens,
+            resent_tokens: if *continues { prev_prompt } else { 0 },
+            reused: kv.reused,
+            decoded: kv.decoded,
+            trimmed: kv.trimmed,
+            full_clear: kv.full_clear,
+            wall_ms,
+            prefill_ms: kv.prefill_ms,
+            reply: g.raw_text,
+        });
+        prev_prompt = kv.prompt_tokens;
+    }
+    Ok(Mode { rounds })
+}
+
+fn scenario(name: &str, session: &LlamaSession, convs: &[(Vec<ChatMessage>, bool)], reply_tokens: u32) -> Result<ScenarioReport> {
+    let reuse = run_rounds(session, convs, true, reply_tokens)?.rounds;
+    let no_reuse = run_rounds(session, convs, false, reply_tokens)?.rounds;
+    let (mut reused, mut resent) = (0u64, 0u64);
+    for r in reuse.iter().filter(|r| r.resent_tokens > 0) {
+        reused += u64::from(r.reused.min(r.resent_tokens));
+        resent += u64::from(r.resent_tokens);
+    }
+    let speedup = reuse
+        .iter()
+        .zip(&no_reuse)
+        .map(|(a, b)| if a.wall_ms == 0 { 0.0 } else { b.wall_ms as f64 / a.wall_ms as f64 })
+        .collect();
+    Ok(ScenarioReport {
+        name: name.into(),
+        reuse_fraction: if resent == 0 { 0.0 } else { reused as f64 / resent as f64 },
+        speedup,
+        total_wall_ms: (reuse.iter().map(|r| r.wall_ms).sum(), no_reuse.iter().map(|r| r.wall_ms).sum()),
+        total_decoded: (reuse.iter().map(|r| r.decoded).sum(), no_reuse.iter().map(|r| r.decoded).sum()),
+        greedy_identical: reuse.iter().zip(&no_reuse).all(|(a, b)| a.reply == b.reply),
+        reuse,
+        no_reuse,
+    })
+}
+
+/// Runs both scenarios.
+///
+/// # Errors
+/// Load errors, and any generation error.
+pub fn run(config: &BenchKvConfig) -> Result<BenchKvReport> {
+    let mut lc = LlamaConfig::new(&config.model_path).with_n_ctx(config.n_ctx);
+    lc.n_threads = config.n_threads;
+    let session = LlamaSession::load(lc)?;
+    let info = crate::backend::Backend::model_info(&session);
+
+    // Warm-up so page faults of the first load do not count against either mode.
+    let mut warm = head();
+    warm.extend(tool_round(0));
+    session.generate_blocking(
+        GenerateRequest { messages: warm, tools: tools(), sampling: Sampling::greedy(4) },
+        None,
+        CancelToken::new(),
+    )?;
+
+    // 5-round investigation.
+    let mut convs = Vec::new();
+    let mut messages = head();
+    for k in 1..=5 {
+        messages.extend(tool_round(k));
+        convs.push((messages.clone(), k > 1));
+    }
+    let investigation = scenario("investigation", &session, &convs, config.reply_tokens)?;
+
+    // 10 rounds, compaction after round 5: pinned head + summary + last two tool rounds.
+    let mut convs = Vec::new();
+    let mut messages = head();
+    for k in 1..=5 {
+        messages.extend(tool_round(k));
+        convs.push((messages.clone(), k > 1));
+    }
+    let mut compacted = head();
+    compacted.push(summary());
+    compacted.extend(tool_round(4));
+    compacted.extend(tool_round(5));
+    convs.push((compacted.clone(), false));
+    let mut messages = compacted.clone();
+    for k in 6..=9 {
+        messages.extend(tool_round(k));
+        convs.push((messages.clone(), true));
+    }
+    let compaction = scenario("compaction", &session, &convs, config.reply_tokens)?;
+
+    let pinned_text = session
+        .template()
+        .render(&head(), &tools(), RenderOptions { add_generation_prompt: false, thinking: false })?
+        .text;
+    let pinned_tokens = session.count_text_tokens_blocking(&pinned_text)?;
+    let r6 = &compaction.reuse[5];
+    let compaction_step = CompactionReport {
+        round: 6,
+        pinned_tokens,
+        summary_plus_recent_tokens: r6.prompt_tokens.saturating_sub(pinned_tokens),
+        re_decoded: r6.decoded,
+        reused: r6.reused,
+        trimmed: r6.trimmed,
+        full_clear: r6.full_clear,
+    };
+    let round5_speedup = investigation.speedup.get(4).copied().unwrap_or(0.0);
+    Ok(BenchKvReport {
+        model: config.model_path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        architecture: info.architecture,
+        n_ctx: info.context_size,
+        reply_tokens: config.reply_tokens,
+        investigation,
+        compaction,
+        compaction_step,
+        round5_speedup,
+    })
+}
+
+impl BenchKvReport {
+    /// The human-readable table `mf bench-kv` prints.
+    #[must_use]
+    pub fn to_text(&self) -> String {
+        use std::fmt::Write as _;
+        let mut s = String::new();
+        let _ = writeln!(s, "model {} ({}), n_ctx {}, {} reply tokens per round", self.model, self.architecture.as_deref().unwrap_or("?"), self.n_ctx, self.reply_tokens);
+        for sc in [&self.investigation, &self.compaction] {
+            let _ = writeln!(s, "\n{}:", sc.name);
+            let _ = writeln!(s, "round | prompt | reused | decoded | wall ms (reuse) | decoded | wall ms (no reuse) | speedup | same reply");
+            for ((a, b), sp) in sc.reuse.iter().zip(&sc.no_reuse).zip(&sc.speedup) {
+                let _ = writeln!(
+                    s,
+                    "{:>5} | {:>6} | {:>6} | {:>7} | {:>15} | {:>7} | {:>18} | {:>6.2}x | {}",
+                    a.round, a.prompt_tokens, a.reused, a.decoded, a.wall_ms, b.decoded, b.wall_ms, sp, a.reply == b.reply
+                );
+            }
+            let _ = writeln!(
+                s,
+                "total: decoded {} vs {}, wall {} ms vs {} ms; reuse fraction of re-sent tokens {:.3}; greedy identical: {}",
+                sc.total_decoded.0, sc.total_decoded.1, sc.total_wall_ms.0, sc.total_wall_ms.1, sc.reuse_fraction, sc.greedy_identical
+            );
+        }
+        let c = &self.compaction_step;
+        let _ = writeln!(
+            s,
+            "\ncompaction (round {}): re-decoded {} tokens, summary + recent = {} tokens, pinned {} tokens, reused {}, trimmed {}, full clear {}",
+            c.round, c.re_decoded, c.summary_plus_recent_tokens, c.pinned_tokens, c.reused, c.trimmed, c.full_clear
+        );
+        let _ = writeln!(s, "round-5 speedup: {:.2}x", self.round5_speedup);
+        s
+    }
+}

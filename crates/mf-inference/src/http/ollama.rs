@@ -1,0 +1,182 @@
+//! Ollama's `/api/chat` (NDJSON streaming).
+
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+
+use super::common::{client, estimate_tokens, post_lines};
+use crate::backend::{Backend, CancelToken, TokenSink};
+use crate::error::{InferenceError, Result};
+use crate::reply::assemble;
+use crate::thinking::ThinkStream;
+use crate::tool_parse::{ToolCallFormat, new_call_id};
+use crate::types::{ChatMessage, GenerateRequest, Generation, KvStats, ModelInfo, Role, StopReason, StreamEvent, Thinking, ToolCall, ToolSpec, Usage};
+
+/// A model served by Ollama.
+#[derive(Debug, Clone)]
+pub struct OllamaBackend {
+    client: reqwest::Client,
+    base: url::Url,
+    model: String,
+    context_size: u32,
+}
+
+impl OllamaBackend {
+    /// `base` like `http://127.0.0.1:11434`; `context_size` is sent as `num_ctx`.
+    ///
+    /// # Errors
+    /// [`InferenceError::InvalidRequest`] for a URL that cannot be a base.
+    pub fn new(base: &str, model: impl Into<String>, context_size: u32) -> Result<Self> {
+        let base = url::Url::parse(base).map_err(|e| InferenceError::InvalidRequest(format!("bad Ollama URL {base:?}: {e}")))?;
+        Ok(Self { client: client()?, base, model: model.into(), context_size })
+    }
+
+    fn endpoint(&self) -> Result<String> {
+        self.base.join("api/chat").map(|u| u.to_string()).map_err(|e| InferenceError::InvalidRequest(e.to_string()))
+    }
+
+    /// The request body sent for `request` (public for tests and logs).
+    #[must_use]
+    pub fn request_body(&self, request: &GenerateRequest) -> Value {
+        let messages: Vec<Value> = request.messages.iter().map(message_json).collect();
+        let s = &request.sampling;
+        let mut options = json!({
+            "temperature": s.temperature,
+            "top_p": s.top_p,
+            "seed": s.seed,
+            "num_predict": s.max_tokens,
+            "num_ctx": self.context_size,
+        });
+        if s.top_k > 0 {
+            options["top_k"] = json!(s.top_k);
+        }
+        if !s.stop.is_empty() {
+            options["stop"] = json!(s.stop);
+        }
+        let mut body = json!({"model": self.model, "messages": messages, "stream": true, "options": options});
+        if !request.tools.is_empty() {
+            body["tools"] = tools_json(&request.tools);
+        }
+        // Only ask for thinking: `think: false` is refused by models without it.
+        if s.thinking != Thinking::Off {
+            body["think"] = json!(true);
+        }
+        body
+    }
+}
+
+pub(crate) fn tools_json(tools: &[ToolSpec]) -> Value {
+    Value::Array(
+        tools
+            .iter()
+            .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
+            .collect(),
+    )
+}
+
+fn message_json(m: &ChatMessage) -> Value {
+    let mut v = json!({"role": m.role.as_str(), "content": m.content});
+    if m.role == Role::Assistant && !m.tool_calls.is_empty() {
+        v["tool_calls"] = Value::Array(
+            m.tool_calls.iter().map(|c| json!({"function": {"name": c.name, "arguments": c.arguments}})).collect(),
+        );
+    }
+    if let (Role::Tool, Some(name)) = (m.role, &m.name) {
+        v["tool_name"] = json!(name);
+    }
+    v
+}
+
+impl Backend for OllamaBackend {
+    fn generate<'a>(&'a self, request: GenerateRequest, sink: Option<TokenSink>, cancel: CancelToken) -> BoxFuture<'a, Result<Generation>> {
+        Box::pin(async move {
+            let url = self.endpoint()?;
+            let body = self.request_body(&request);
+            let mut raw = String::new();
+            let mut thinking = String::new();
+            let mut calls: Vec<ToolCall> = Vec::new();
+            let mut usage = Usage::default();
+            let mut stop = StopReason::EndOfTurn;
+            let mut think = ThinkStream::new(false);
+            let send = |e: StreamEvent| {
+                if let Some(s) = &sink {
+                    let _ = s.send(e);
+                }
+            };
+            let finished = post_lines(&self.client, &url, None, &body, &cancel, |line| {
+                let v: Value = serde_json::from_str(line)
+                    .map_err(|e| InferenceError::Protocol { url: url.clone(), reason: format!("not JSON ({e}): {line:.200}") })?;
+                if let Some(err) = v.get("error").and_then(Value::as_str) {
+                    return Err(InferenceError::Protocol { url: url.clone(), reason: err.to_string() });
+                }
+                let msg = &v["message"];
+                if let Some(t) = msg["thinking"].as_str().filter(|t| !t.is_empty()) {
+                    thinking.push_str(t);
+                    send(StreamEvent::Thinking(t.to_string()));
+                }
+                if let Some(t) = msg["content"].as_str().filter(|t| !t.is_empty()) {
+                    raw.push_str(t);
+                    for e in think.push(t) {
+                        send(e);
+                    }
+                }
+                if let Some(list) = msg["tool_calls"].as_array() {
+                    for c in list {
+                        let f = &c["function"];
+                        let name = f["name"].as_str().unwrap_or_default().to_string();
+                        let arguments = match &f["arguments"] {
+                            Value::String(s) => serde_json::from_str(s).unwrap_or(Value::String(s.clone())),
+                            other => other.clone(),
+                        };
+                        let id = c["id"].as_str().map_or_else(new_call_id, str::to_string);
+                        calls.push(ToolCall { id, name, arguments });
+                    }
+                }
+                if v["done"].as_bool() == Some(true) {
+                    stop = match v["done_reason"].as_str() {
+                        Some("length") => StopReason::MaxTokens,
+                        _ => StopReason::EndOfTurn,
+                    };
+                    let n = |k: &str| v[k].as_u64().unwrap_or(0);
+                    usage.kv = KvStats {
+                        prompt_tokens: n("prompt_eval_count") as u32,
+                        decoded: n("prompt_eval_count") as u32,
+                        prefill_ms: n("prompt_eval_duration") / 1_000_000,
+                        decode_ms: n("eval_duration") / 1_000_000,
+                        ..KvStats::default()
+                    };
+                    usage.completion_tokens = n("eval_count") as u32;
+                    return Ok(true);
+                }
+                Ok(false)
+            })
+            .await?;
+            for e in think.finish() {
+                send(e);
+            }
+            if !finished {
+                stop = StopReason::Cancelled;
+            }
+            Ok(assemble(raw, false, ToolCallFormat::Hermes, calls, Some(thinking), stop, usage))
+        })
+    }
+
+    fn count_tokens<'a>(&'a self, messages: &'a [ChatMessage], tools: &'a [ToolSpec]) -> BoxFuture<'a, Result<u32>> {
+        Box::pin(async move { Ok(estimate_tokens(messages, tools_json(tools).to_string().len())) })
+    }
+
+    fn context_size(&self) -> u32 {
+        self.context_size
+    }
+
+    fn model_info(&self) -> ModelInfo {
+        ModelInfo {
+            name: self.model.clone(),
+            backend: "ollama".into(),
+            architecture: None,
+            context_size: self.context_size,
+            context_train: None,
+            parameters: None,
+            tool_format: Some("native".into()),
+        }
+    }
+}

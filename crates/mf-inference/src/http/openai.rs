@@ -1,0 +1,237 @@
+//! OpenAI-compatible `/v1/chat/completions` (SSE streaming): llama-server,
+//! vLLM, LM Studio.
+
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+
+use super::common::{client, estimate_tokens, post_lines};
+use super::ollama::tools_json;
+use crate::backend::{Backend, CancelToken, TokenSink};
+use crate::error::{InferenceError, Result};
+use crate::reply::assemble;
+use crate::thinking::ThinkStream;
+use crate::tool_parse::{ToolCallFormat, new_call_id};
+use crate::types::{ChatMessage, GenerateRequest, Generation, KvStats, ModelInfo, Role, StopReason, StreamEvent, ToolCall, ToolSpec, Usage};
+
+/// A model behind an OpenAI-compatible server.
+#[derive(Debug, Clone)]
+pub struct OpenAiBackend {
+    client: reqwest::Client,
+    url: String,
+    model: String,
+    api_key: Option<String>,
+    context_size: u32,
+}
+
+#[derive(Default)]
+struct PartialCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+impl OpenAiBackend {
+    /// `base` like `http://127.0.0.1:8080` or `http://127.0.0.1:8080/v1`.
+    ///
+    /// # Errors
+    /// [`InferenceError::InvalidRequest`] for a bad URL.
+    pub fn new(base: &str, model: impl Into<String>, api_key: Option<String>, context_size: u32) -> Result<Self> {
+        let mut u = url::Url::parse(base).map_err(|e| InferenceError::InvalidRequest(format!("bad server URL {base:?}: {e}")))?;
+        let path = u.path().trim_end_matches('/').to_string();
+        let path = if path.ends_with("/v1") { format!("{path}/chat/completions") } else { format!("{path}/v1/chat/completions") };
+        u.set_path(&path);
+        Ok(Self { client: client()?, url: u.to_string(), model: model.into(), api_key, context_size })
+    }
+
+    /// The request body sent for `request`.
+    #[must_use]
+    pub fn request_body(&self, request: &GenerateRequest) -> Value {
+        let s = &request.sampling;
+        let messages: Vec<Value> = request.messages.iter().map(message_json).collect();
+        let mut body = json!({
+            "model": self.model,
+            "messages": messages,
+            "stream": true,
+            "stream_options": {"include_usage": true},
+            "max_tokens": s.max_tokens,
+            "temperature": s.temperature,
+            "top_p": s.top_p,
+            "seed": s.seed,
+        });
+        if s.top_k > 0 {
+            body["top_k"] = json!(s.top_k);
+        }
+        if !s.stop.is_empty() {
+            body["stop"] = json!(s.stop);
+        }
+        if !request.tools.is_empty() {
+            body["tools"] = tools_json(&request.tools);
+        }
+        body
+    }
+}
+
+fn message_json(m: &ChatMessage) -> Value {
+    let mut v = json!({"role": m.role.as_str(), "content": m.content});
+    if m.role == Role::Assistant && !m.tool_calls.is_empty() {
+        v["tool_calls"] = Value::Array(
+            m.tool_calls
+                .iter()
+                .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments.to_string()}}))
+                .collect(),
+        );
+    }
+    if let (Role::Tool, Some(id)) = (m.role, &m.tool_call_id) {
+        v["tool_call_id"] = json!(id);
+    }
+    v
+}
+
+impl Backend for OpenAiBackend {
+    fn generate<'a>(&'a self, request: GenerateRequest, sink: Option<TokenSink>, cancel: CancelToken) -> BoxFuture<'a, Result<Generation>> {
+        Box::pin(async move {
+            let url = self.url.clone();
+            let body = self.request_body(&request);
+            let mut raw = String::new();
+            let mut thinking = String::new();
+            let mut partial: Vec<PartialCall> = Vec::new();
+            let mut usage = Usage::default();
+            let mut stop = StopReason::EndOfTurn;
+            let mut think = ThinkStream::new(false);
+            let mut timings: Option<KvStats> = None;
+            let send = |e: StreamEvent| {
+                if let Some(s) = &sink {
+                    let _ = s.send(e);
+                }
+            };
+            let finished = post_lines(&self.client, &url, self.api_key.as_deref(), &body, &cancel, |line| {
+                let Some(data) = line.strip_prefix("data:") else {
+                    return Ok(false); // comments, `event:` lines
+                };
+                let data = data.trim();
+                if data == "[DONE]" {
+                    return Ok(true);
+                }
+                let v: Value = serde_json::from_str(data)
+                    .map_err(|e| InferenceError::Protocol { url: url.clone(), reason: format!("not JSON ({e}): {data:.200}") })?;
+                if let Some(err) = v.get("error") {
+                    return Err(InferenceError::Protocol { url: url.clone(), reason: err.to_string() });
+                }
+                if let Some(choice) = v["choices"].get(0) {
+                    let delta = &choice["delta"];
+                    for key in ["reasoning_content", "reasoning"] {
+                        if let Some(t) = delta[key].as_str().filter(|t| !t.is_empty()) {
+                            thinking.push_str(t);
+                            send(StreamEvent::Thinking(t.to_string()));
+                        }
+                    }
+                    if let Some(t) = delta["content"].as_str().filter(|t| !t.is_empty()) {
+                        raw.push_str(t);
+                        for e in think.push(t) {
+                            send(e);
+                        }
+                    }
+                    if let Some(list) = delta["tool_calls"].as_array() {
+                        for c in list {
+                            let i = c["index"].as_u64().unwrap_or(partial.len() as u64) as usize;
+                            while partial.len() <= i {
+                                partial.push(PartialCall::default());
+                            }
+                            let p = &mut partial[i];
+                            if let Some(id) = c["id"].as_str() {
+                                p.id = id.to_string();
+                            }
+                            if let Some(n) = c["function"]["name"].as_str() {
+                                p.name.push_str(n);
+                            }
+                            if let Some(a) = c["function"]["arguments"].as_str() {
+                                p.arguments.push_str(a);
+                            }
+                        }
+                    }
+                    match choice["finish_reason"].as_str() {
+                        Some("length") => stop = StopReason::MaxTokens,
+                        Some("tool_calls") => stop = StopReason::ToolCall,
+                        _ => {}
+                    }
+                }
+                if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
+                    let n = |x: &Value| x.as_u64().unwrap_or(0) as u32;
+                    let prompt = n(&u["prompt_tokens"]);
+                    let cached = n(&u["prompt_tokens_details"]["cached_tokens"]);
+                    usage.kv.prompt_tokens = prompt;
+                    usage.kv.reused = cached;
+                    usage.kv.decoded = prompt.saturating_sub(cached);
+                    usage.completion_tokens = n(&u["completion_tokens"]);
+                }
+                // llama-server's own figures, when present, are more precise.
+                if let Some(t) = v.get("timings").filter(|t| t.is_object()) {
+                    let n = |x: &Value| x.as_f64().unwrap_or(0.0);
+                    let reused = n(&t["cache_n"]) as u32;
+                    let decoded = n(&t["prompt_n"]) as u32;
+                    timings = Some(KvStats {
+                        prompt_tokens: reused + decoded,
+                        reused,
+                        decoded,
+                        prefill_ms: n(&t["prompt_ms"]) as u64,
+                        decode_ms: n(&t["predicted_ms"]) as u64,
+                        ..KvStats::default()
+                    });
+                }
+                Ok(false)
+            })
+            .await?;
+            for e in think.finish() {
+                send(e);
+            }
+            if let Some(t) = timings {
+                usage.kv = t;
+            }
+            if !finished {
+                stop = StopReason::Cancelled;
+            }
+            let mut calls = Vec::new();
+            let mut parse_error = None;
+            for p in partial {
+                let arguments = if p.arguments.trim().is_empty() {
+                    Ok(json!({}))
+                } else {
+                    serde_json::from_str(&p.arguments)
+                };
+                match arguments {
+                    Ok(arguments) => calls.push(ToolCall { id: if p.id.is_empty() { new_call_id() } else { p.id }, name: p.name, arguments }),
+                    Err(e) => {
+                        parse_error = Some(
+                            InferenceError::ToolCallParse { format: "openai", reason: format!("arguments of {} are not JSON: {e}", p.name) }.to_string(),
+                        )
+                    }
+                }
+            }
+            let mut g = assemble(raw, false, ToolCallFormat::Hermes, calls, Some(thinking), stop, usage);
+            if parse_error.is_some() {
+                g.tool_parse_error = parse_error;
+            }
+            Ok(g)
+        })
+    }
+
+    fn count_tokens<'a>(&'a self, messages: &'a [ChatMessage], tools: &'a [ToolSpec]) -> BoxFuture<'a, Result<u32>> {
+        Box::pin(async move { Ok(estimate_tokens(messages, tools_json(tools).to_string().len())) })
+    }
+
+    fn context_size(&self) -> u32 {
+        self.context_size
+    }
+
+    fn model_info(&self) -> ModelInfo {
+        ModelInfo {
+            name: self.model.clone(),
+            backend: "openai".into(),
+            architecture: None,
+            context_size: self.context_size,
+            context_train: None,
+            parameters: None,
+            tool_format: Some("native".into()),
+        }
+    }
+}

@@ -1,0 +1,366 @@
+//! The llama.cpp backend: a [`LlamaSession`] owns one model and one context on
+//! a dedicated thread and keeps the KV cache between requests.
+//!
+//! The async side renders the prompt with the model's template and sends a
+//! command over a bounded channel; the worker tokenises it, finds the longest
+//! common prefix with the tokens already cached, removes the cache after it
+//! (verifying with `pos_min`/`pos_max` that the memory really did, else
+//! clearing it all and saying so), decodes only the rest and generates. Every
+//! reply carries [`KvStats`](crate::KvStats).
+
+mod worker;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+use std::thread::JoinHandle;
+
+use futures::future::BoxFuture;
+use llama_cpp_2::llama_backend::LlamaBackend;
+use serde::{Deserialize, Serialize};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::backend::{Backend, CancelToken, TokenSink};
+use crate::error::{InferenceError, Result};
+use crate::template::{ChatTemplate, RenderOptions, RenderedPrompt};
+use crate::types::{ChatMessage, GenerateRequest, Generation, ModelInfo, Sampling, Thinking, ToolSpec};
+
+/// How to load a model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LlamaConfig {
+    /// The GGUF file.
+    pub model_path: PathBuf,
+    /// Context window in tokens.
+    pub n_ctx: u32,
+    /// Clamp `n_ctx` to the model's training context (else a larger one is a load error).
+    pub clamp_to_train: bool,
+    /// CPU threads (default: all available).
+    pub n_threads: Option<i32>,
+    /// Prompt tokens decoded per batch.
+    pub n_batch: u32,
+    /// Keep the full cache for sliding-window layers so a partial trim stays
+    /// exact (Gemma 3). Off, a trim on such a model falls back to a full clear.
+    pub swa_full: bool,
+    /// Layers offloaded to the GPU (ignored on CPU builds).
+    pub n_gpu_layers: u32,
+    /// Commands that may wait in the worker's queue.
+    pub queue_depth: usize,
+    /// A template to use instead of the GGUF's.
+    pub template_override: Option<String>,
+}
+
+impl LlamaConfig {
+    /// Defaults for `model_path`: 4096 tokens, clamped, `swa_full`.
+    pub fn new(model_path: impl Into<PathBuf>) -> Self {
+        Self {
+            model_path: model_path.into(),
+            n_ctx: 4096,
+            clamp_to_train: true,
+            n_threads: None,
+            n_batch: 512,
+            swa_full: true,
+            n_gpu_layers: if cfg!(any(feature = "cuda", target_os = "macos")) { 999 } else { 0 },
+            queue_depth: 8,
+            template_override: None,
+        }
+    }
+
+    /// With a context of `n_ctx` tokens.
+    #[must_use]
+    pub fn with_n_ctx(mut self, n_ctx: u32) -> Self {
+        self.n_ctx = n_ctx;
+        self
+    }
+}
+
+/// What a snapshot file holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotInfo {
+    /// Tokens saved or restored.
+    pub tokens: u32,
+    /// Bytes of the state file.
+    pub bytes: u64,
+    /// The model + context key it was made for.
+    pub key: String,
+}
+
+pub(crate) enum Command {
+    Generate {
+        prompt: RenderedPrompt,
+        sampling: Sampling,
+        sink: Option<TokenSink>,
+        cancel: CancelToken,
+        reply: oneshot::Sender<Result<Generation>>,
+    },
+    CountTokens {
+        text: String,
+        reply: oneshot::Sender<Result<u32>>,
+    },
+    Snapshot {
+        path: PathBuf,
+        reply: oneshot::Sender<Result<SnapshotInfo>>,
+    },
+    Restore {
+        path: PathBuf,
+        reply: oneshot::Sender<Result<SnapshotInfo>>,
+    },
+    Clear {
+        reply: oneshot::Sender<()>,
+    },
+    CachedTokens {
+        reply: oneshot::Sender<u32>,
+    },
+    Stop,
+}
+
+/// What the worker reports once the model is loaded.
+pub(crate) struct Ready {
+    pub info: ModelInfo,
+    pub template: Option<String>,
+    pub bos: String,
+    pub eos: String,
+    pub key: String,
+}
+
+/// `LlamaBackend::init()` may run once per process: every session shares this one.
+fn backend() -> Result<&'static LlamaBackend> {
+    static BACKEND: OnceLock<std::result::Result<LlamaBackend, String>> = OnceLock::new();
+    BACKEND
+        .get_or_init(|| {
+            llama_cpp_2::send_logs_to_tracing(llama_cpp_2::LogOptions::default());
+            LlamaBackend::init().map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| InferenceError::Decode(format!("llama.cpp backend init failed: {e}")))
+}
+
+/// A model loaded in-process, with its KV cache kept between requests.
+pub struct LlamaSession {
+    tx: mpsc::Sender<Command>,
+    template: ChatTemplate,
+    info: ModelInfo,
+    key: String,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for LlamaSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlamaSession").field("info", &self.info).field("key", &self.key).finish_non_exhaustive()
+    }
+}
+
+impl LlamaSession {
+    /// Loads the model on a new worker thread and waits until it is ready.
+    /// Blocking (seconds for a large model): call it from `spawn_blocking` in async code.
+    ///
+    /// # Errors
+    /// A load error ([`InferenceError::is_load_error`]) when the file is missing,
+    /// empty, not GGUF or corrupt, or the context is too large; never a panic.
+    pub fn load(config: LlamaConfig) -> Result<Self> {
+        worker::check_gguf(&config.model_path)?;
+        let backend = backend()?;
+        let (tx, rx) = mpsc::channel(config.queue_depth.max(1));
+        let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel(1);
+        let thread = std::thread::Builder::new()
+            .name("mf-llama".into())
+            .spawn(move || worker::run(backend, config, ready_tx, rx))
+            .map_err(|e| InferenceError::Decode(format!("cannot start the model thread: {e}")))?;
+        let ready = match ready_rx.recv() {
+            Ok(Ok(ready)) => ready,
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                return Err(e);
+            }
+            Err(_) => {
+                let _ = thread.join();
+                return Err(InferenceError::SessionStopped);
+            }
+        };
+        let template = ChatTemplate::for_model(ready.template.as_deref(), ready.info.architecture.as_deref(), &ready.bos, &ready.eos)?;
+        let mut info = ready.info;
+        info.tool_format = Some(template.tool_format().name().to_string());
+        Ok(Self { tx, template, info, key: ready.key, thread: Mutex::new(Some(thread)) })
+    }
+
+    /// The compiled chat template.
+    #[must_use]
+    pub fn template(&self) -> &ChatTemplate {
+        &self.template
+    }
+
+    /// The key snapshots are checked against (model file + context parameters).
+    #[must_use]
+    pub fn snapshot_key(&self) -> &str {
+        &self.key
+    }
+
+    /// Renders `request` for this model.
+    ///
+    /// # Errors
+    /// Template errors.
+    pub fn render(&self, messages: &[ChatMessage], tools: &[ToolSpec], sampling: &Sampling) -> Result<RenderedPrompt> {
+        self.template.render(messages, tools, RenderOptions { add_generation_prompt: true, thinking: sampling.thinking != Thinking::Off })
+    }
+
+    async fn call<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Command) -> Result<T> {
+        let (reply, rx) = oneshot::channel();
+        self.tx.send(make(reply)).await.map_err(|_| InferenceError::SessionStopped)?;
+        rx.await.map_err(|_| InferenceError::SessionStopped)
+    }
+
+    fn call_blocking<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Command) -> Result<T> {
+        let (reply, rx) = oneshot::channel();
+        self.tx.blocking_send(make(reply)).map_err(|_| InferenceError::SessionStopped)?;
+        rx.blocking_recv().map_err(|_| InferenceError::SessionStopped)
+    }
+
+    fn generate_command(
+        &self,
+        request: GenerateRequest,
+        sink: Option<TokenSink>,
+        cancel: CancelToken,
+    ) -> Result<impl FnOnce(oneshot::Sender<Result<Generation>>) -> Command> {
+        let prompt = self.render(&request.messages, &request.tools, &request.sampling)?;
+        let sampling = request.sampling;
+        Ok(move |reply| Command::Generate { prompt, sampling, sink, cancel, reply })
+    }
+
+    /// Generates a reply (async).
+    ///
+    /// # Errors
+    /// Template, prompt-too-long, decode errors; [`InferenceError::SessionStopped`].
+    pub async fn generate(&self, request: GenerateRequest, sink: Option<TokenSink>, cancel: CancelToken) -> Result<Generation> {
+        let make = self.generate_command(request, sink, cancel)?;
+        self.call(make).await?
+    }
+
+    /// Generates a reply, blocking the calling thread.
+    ///
+    /// # Errors
+    /// As [`generate`](Self::generate).
+    ///
+    /// # Panics
+    /// When called from inside an async runtime (use [`generate`](Self::generate) there).
+    pub fn generate_blocking(&self, request: GenerateRequest, sink: Option<TokenSink>, cancel: CancelToken) -> Result<Generation> {
+        let make = self.generate_command(request, sink, cancel)?;
+        self.call_blocking(make)?
+    }
+
+    /// Tokens of `text` as this model tokenises a prompt (BOS included where the model adds one).
+    ///
+    /// # Errors
+    /// [`InferenceError::SessionStopped`].
+    pub fn count_text_tokens_blocking(&self, text: &str) -> Result<u32> {
+        let text = text.to_string();
+        self.call_blocking(|reply| Command::CountTokens { text, reply })?
+    }
+
+    /// Async [`count_text_tokens_blocking`](Self::count_text_tokens_blocking).
+    ///
+    /// # Errors
+    /// [`InferenceError::SessionStopped`].
+    pub async fn count_text_tokens(&self, text: &str) -> Result<u32> {
+        let text = text.to_string();
+        self.call(|reply| Command::CountTokens { text, reply }).await?
+    }
+
+    /// Saves the cached sequence to `path` (plus a `path.key` file with the key).
+    ///
+    /// # Errors
+    /// [`InferenceError::Snapshot`] when writing fails.
+    pub async fn snapshot(&self, path: &Path) -> Result<SnapshotInfo> {
+        let path = path.to_path_buf();
+        self.call(|reply| Command::Snapshot { path, reply }).await?
+    }
+
+    /// Blocking [`snapshot`](Self::snapshot).
+    ///
+    /// # Errors
+    /// As [`snapshot`](Self::snapshot).
+    pub fn snapshot_blocking(&self, path: &Path) -> Result<SnapshotInfo> {
+        let path = path.to_path_buf();
+        self.call_blocking(|reply| Command::Snapshot { path, reply })?
+    }
+
+    /// Replaces the cache with the snapshot at `path`.
+    ///
+    /// # Errors
+    /// [`InferenceError::SnapshotMismatch`] for a snapshot of another model or
+    /// context; [`InferenceError::Snapshot`] when reading fails (the cache is then empty).
+    pub async fn restore(&self, path: &Path) -> Result<SnapshotInfo> {
+        let path = path.to_path_buf();
+        self.call(|reply| Command::Restore { path, reply }).await?
+    }
+
+    /// Blocking [`restore`](Self::restore).
+    ///
+    /// # Errors
+    /// As [`restore`](Self::restore).
+    pub fn restore_blocking(&self, path: &Path) -> Result<SnapshotInfo> {
+        let path = path.to_path_buf();
+        self.call_blocking(|reply| Command::Restore { path, reply })?
+    }
+
+    /// Empties the KV cache.
+    ///
+    /// # Errors
+    /// [`InferenceError::SessionStopped`].
+    pub async fn clear(&self) -> Result<()> {
+        self.call(|reply| Command::Clear { reply }).await
+    }
+
+    /// Blocking [`clear`](Self::clear).
+    ///
+    /// # Errors
+    /// [`InferenceError::SessionStopped`].
+    pub fn clear_blocking(&self) -> Result<()> {
+        self.call_blocking(|reply| Command::Clear { reply })
+    }
+
+    /// Tokens in the KV cache now.
+    ///
+    /// # Errors
+    /// [`InferenceError::SessionStopped`].
+    pub fn cached_tokens_blocking(&self) -> Result<u32> {
+        self.call_blocking(|reply| Command::CachedTokens { reply })
+    }
+
+    /// Stops the worker and waits for it; later calls fail with `SessionStopped`.
+    pub fn stop(&self) {
+        // With a full queue the Stop cannot be queued; the worker then ends
+        // once this session (the only sender) is dropped.
+        if self.tx.try_send(Command::Stop).is_err() {
+            return;
+        }
+        let handle = self.thread.lock().ok().and_then(|mut h| h.take());
+        if let Some(handle) = handle {
+            let _ = handle.join();
+        }
+    }
+}
+
+impl Drop for LlamaSession {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl Backend for LlamaSession {
+    fn generate<'a>(&'a self, request: GenerateRequest, sink: Option<TokenSink>, cancel: CancelToken) -> BoxFuture<'a, Result<Generation>> {
+        Box::pin(LlamaSession::generate(self, request, sink, cancel))
+    }
+
+    fn count_tokens<'a>(&'a self, messages: &'a [ChatMessage], tools: &'a [ToolSpec]) -> BoxFuture<'a, Result<u32>> {
+        Box::pin(async move {
+            let prompt = self.template.render(messages, tools, RenderOptions::default())?;
+            self.count_text_tokens(&prompt.text).await
+        })
+    }
+
+    fn context_size(&self) -> u32 {
+        self.info.context_size
+    }
+
+    fn model_info(&self) -> ModelInfo {
+        self.info.clone()
+    }
+}

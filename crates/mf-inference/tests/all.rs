@@ -1,0 +1,3 @@
+//! Integration tests, one binary: templates, real models, HTTP backends.
+
+mod suite;

@@ -1,0 +1,221 @@
+//! HTTP backends against a server on 127.0.0.1 that replays protocol fixtures
+//! (written from the documented Ollama NDJSON and OpenAI SSE formats) and
+//! captures the request.
+
+use mf_inference::{
+    Backend, CancelToken, ChatMessage, GenerateRequest, InferenceError, OllamaBackend, OpenAiBackend, Sampling, StopReason, StreamEvent,
+    Thinking,
+};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+use super::support::{tool_conversation, tools};
+
+struct Captured {
+    request_line: String,
+    headers: String,
+    body: Value,
+}
+
+/// Serves one request: answers `status` with `reply` in small chunks (split
+/// inside lines, as a network does) and returns what was asked.
+async fn serve_once(status: u16, content_type: &'static str, reply: &'static str) -> (String, tokio::task::JoinHandle<Captured>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let handle = tokio::spawn(async move {
+        let (mut sock, _) = listener.accept().await.unwrap();
+        let mut buf = Vec::new();
+        let mut tmp = [0u8; 4096];
+        let header_end = loop {
+            let n = sock.read(&mut tmp).await.unwrap();
+            assert!(n > 0, "client closed early");
+            buf.extend_from_slice(&tmp[..n]);
+            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i + 4;
+            }
+        };
+        let head = String::from_utf8_lossy(&buf[..header_end]).into_owned();
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap()))
+            .unwrap_or(0);
+        while buf.len() < header_end + len {
+            let n = sock.read(&mut tmp).await.unwrap();
+            buf.extend_from_slice(&tmp[..n]);
+        }
+        let body: Value = serde_json::from_slice(&buf[header_end..header_end + len]).unwrap();
+        let reason = if status == 200 { "OK" } else { "Internal Server Error" };
+        let resp = format!("HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nConnection: close\r\n\r\n");
+        sock.write_all(resp.as_bytes()).await.unwrap();
+        for chunk in reply.as_bytes().chunks(37) {
+            if sock.write_all(chunk).await.is_err() {
+                break;
+            }
+            let _ = sock.flush().await;
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        let _ = sock.shutdown().await;
+        let request_line = head.lines().next().unwrap_or_default().to_string();
+        Captured { request_line, headers: head, body }
+    });
+    (base, handle)
+}
+
+fn drain(rx: &mut tokio::sync::mpsc::UnboundedReceiver<StreamEvent>) -> (String, String) {
+    let (mut think, mut text) = (String::new(), String::new());
+    while let Ok(e) = rx.try_recv() {
+        match e {
+            StreamEvent::Thinking(t) => think.push_str(&t),
+            StreamEvent::Text(t) => text.push_str(&t),
+        }
+    }
+    (think, text)
+}
+
+fn request(thinking: Thinking) -> GenerateRequest {
+    let mut sampling = Sampling::greedy(64);
+    sampling.thinking = thinking;
+    sampling.stop = vec!["\n\n".into()];
+    GenerateRequest { messages: tool_conversation(), tools: tools(), sampling }
+}
+
+#[tokio::test]
+async fn ollama_streams_thinking_and_native_tool_calls() {
+    let (base, server) = serve_once(200, "application/x-ndjson", include_str!("../fixtures/ollama_chat_tool.ndjson")).await;
+    let backend = OllamaBackend::new(&base, "qwen3:0.6b", 4096).unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let g = backend.generate(request(Thinking::On), Some(tx), CancelToken::new()).await.unwrap();
+    let got = server.await.unwrap();
+
+    assert_eq!(got.request_line, "POST /api/chat HTTP/1.1");
+    let b = &got.body;
+    assert_eq!(b["model"], "qwen3:0.6b");
+    assert_eq!(b["stream"], true);
+    assert_eq!(b["think"], true);
+    assert_eq!(b["options"]["num_ctx"], 4096);
+    assert_eq!(b["options"]["num_predict"], 64);
+    assert_eq!(b["options"]["temperature"], 0.0);
+    assert_eq!(b["options"]["stop"], json!(["\n\n"]));
+    assert_eq!(b["tools"][0]["function"]["name"], "http_get");
+    let roles: Vec<&str> = b["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["system", "user", "assistant", "tool", "assistant", "user"]);
+    assert_eq!(b["messages"][2]["tool_calls"][0]["function"]["arguments"], json!({"path": "/api/orders?status=refunded"}));
+    assert_eq!(b["messages"][3]["tool_name"], "http_get");
+
+    assert_eq!(g.thinking.as_deref(), Some("The user wants refunds; call the API."));
+    assert_eq!(g.tool_calls.len(), 1);
+    assert_eq!(g.tool_calls[0].name, "http_get");
+    assert_eq!(g.tool_calls[0].arguments, json!({"path": "/api/orders?status=refunded"}));
+    assert_eq!(g.stop_reason, StopReason::ToolCall);
+    assert_eq!(g.usage.kv.prompt_tokens, 187);
+    assert_eq!(g.usage.kv.prefill_ms, 95);
+    assert_eq!(g.usage.completion_tokens, 31);
+    let (think, _) = drain(&mut rx);
+    assert_eq!(think, "The user wants refunds; call the API.");
+}
+
+#[tokio::test]
+async fn ollama_text_reply_and_length_stop() {
+    let (base, server) = serve_once(200, "application/x-ndjson", include_str!("../fixtures/ollama_chat_text.ndjson")).await;
+    let backend = OllamaBackend::new(&base, "qwen3:0.6b", 2048).unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let g = backend.generate(request(Thinking::Off), Some(tx), CancelToken::new()).await.unwrap();
+    let got = server.await.unwrap();
+    assert!(got.body.get("think").is_none(), "think is only sent when asked for");
+    assert_eq!(g.content, "Three orders were refunded.");
+    assert_eq!(g.stop_reason, StopReason::MaxTokens);
+    assert_eq!(drain(&mut rx).1, "Three orders were refunded.");
+}
+
+#[tokio::test]
+async fn openai_accumulates_tool_call_deltas_and_reads_timings() {
+    let (base, server) = serve_once(200, "text/event-stream", include_str!("../fixtures/openai_chat_tool.sse")).await;
+    let backend = OpenAiBackend::new(&format!("{base}/v1"), "smollm2", Some("sk-test".into()), 8192).unwrap();
+    let g = backend.generate(request(Thinking::Off), None, CancelToken::new()).await.unwrap();
+    let got = server.await.unwrap();
+    assert_eq!(got.request_line, "POST /v1/chat/completions HTTP/1.1");
+    assert!(got.headers.to_ascii_lowercase().contains("authorization: bearer sk-test"), "{}", got.headers);
+    let b = &got.body;
+    assert_eq!(b["stream"], true);
+    assert_eq!(b["stream_options"]["include_usage"], true);
+    assert_eq!(b["max_tokens"], 64);
+    // OpenAI wants arguments as a JSON string and tool results tied by id.
+    assert_eq!(b["messages"][2]["tool_calls"][0]["function"]["arguments"], json!("{\"path\":\"/api/orders?status=refunded\"}"));
+    assert_eq!(b["messages"][2]["tool_calls"][0]["id"], "call_1");
+    assert_eq!(b["messages"][3]["tool_call_id"], "call_1");
+    assert_eq!(b["tools"][0]["type"], "function");
+
+    assert_eq!(g.tool_calls.len(), 1);
+    assert_eq!(g.tool_calls[0].id, "call_abc");
+    assert_eq!(g.tool_calls[0].arguments, json!({"path": "/api/orders"}));
+    assert_eq!(g.thinking.as_deref(), Some("Need the refunds."));
+    assert_eq!(g.stop_reason, StopReason::ToolCall);
+    // llama-server's timings: 120 tokens from its cache, 30 decoded.
+    assert_eq!((g.usage.kv.prompt_tokens, g.usage.kv.reused, g.usage.kv.decoded), (150, 120, 30));
+    assert_eq!(g.usage.completion_tokens, 14);
+}
+
+#[tokio::test]
+async fn openai_text_with_think_tags_in_content() {
+    let (base, server) = serve_once(200, "text/event-stream", include_str!("../fixtures/openai_chat_text.sse")).await;
+    let backend = OpenAiBackend::new(&base, "smollm2", None, 8192).unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let g = backend.generate(request(Thinking::Off), Some(tx), CancelToken::new()).await.unwrap();
+    let got = server.await.unwrap();
+    assert!(!got.headers.to_ascii_lowercase().contains("authorization"));
+    assert_eq!(g.thinking.as_deref(), Some("short"));
+    assert_eq!(g.content, "The largest is ord-2 (a < b).");
+    assert!(g.tool_calls.is_empty());
+    assert_eq!(g.tool_parse_error, None);
+    assert_eq!((g.usage.kv.prompt_tokens, g.usage.kv.reused, g.usage.kv.decoded), (90, 64, 26));
+    assert_eq!(drain(&mut rx), ("short".to_string(), "The largest is ord-2 (a < b).".to_string()));
+}
+
+#[tokio::test]
+async fn server_error_status_is_typed_and_retryable() {
+    let (base, server) = serve_once(500, "application/json", "{\"error\":\"model crashed\"}").await;
+    let backend = OllamaBackend::new(&base, "m", 2048).unwrap();
+    let err = backend.generate(request(Thinking::Off), None, CancelToken::new()).await.unwrap_err();
+    server.await.unwrap();
+    assert!(matches!(&err, InferenceError::HttpStatus { status: 500, body, .. } if body.contains("model crashed")), "{err}");
+    assert!(err.is_retryable());
+}
+
+#[tokio::test]
+async fn unreachable_server_is_an_http_error() {
+    // Bind then drop: nothing listens on this port.
+    let port = TcpListener::bind("127.0.0.1:0").await.unwrap().local_addr().unwrap().port();
+    let backend = OpenAiBackend::new(&format!("http://127.0.0.1:{port}"), "m", None, 2048).unwrap();
+    let err = backend.generate(request(Thinking::Off), None, CancelToken::new()).await.unwrap_err();
+    assert!(matches!(err, InferenceError::Http { .. }), "{err}");
+}
+
+#[tokio::test]
+async fn garbage_stream_is_a_protocol_error() {
+    let (base, server) = serve_once(200, "application/x-ndjson", "this is not json\n").await;
+    let backend = OllamaBackend::new(&base, "m", 2048).unwrap();
+    let err = backend.generate(request(Thinking::Off), None, CancelToken::new()).await.unwrap_err();
+    let _ = server.await;
+    assert!(matches!(err, InferenceError::Protocol { .. }), "{err}");
+}
+
+#[tokio::test]
+async fn cancelled_stream_stops() {
+    let (base, server) = serve_once(200, "application/x-ndjson", include_str!("../fixtures/ollama_chat_text.ndjson")).await;
+    let backend = OllamaBackend::new(&base, "m", 2048).unwrap();
+    let cancel = CancelToken::new();
+    cancel.cancel();
+    let g = backend.generate(request(Thinking::Off), None, cancel).await.unwrap();
+    let _ = server.await;
+    assert_eq!(g.stop_reason, StopReason::Cancelled);
+}
+
+#[tokio::test]
+async fn estimates_tokens_without_a_tokenizer() {
+    let backend = OllamaBackend::new("http://127.0.0.1:1", "m", 2048).unwrap();
+    let short = backend.count_tokens(&[ChatMessage::user("hi")], &[]).await.unwrap();
+    let long = backend.count_tokens(&tool_conversation(), &tools()).await.unwrap();
+    assert!(short < long);
+}

@@ -1,0 +1,321 @@
+//! Real-model tests (SmolLM2, Gemma 3): reuse is exact, trims keep the prefix,
+//! snapshots round-trip, bad files fail cleanly.
+
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use mf_inference::{
+    Backend, CancelToken, ChatMessage, GenerateRequest, Generation, InferenceError, LlamaConfig, LlamaSession, Sampling, StopReason,
+    StreamEvent, Thinking,
+};
+use pretty_assertions::assert_eq;
+
+use super::support::{GEMMA, SMOL, model_path};
+
+const N_CTX: u32 = 2048;
+
+fn shared(file: &'static str, cell: &'static OnceLock<Option<Mutex<LlamaSession>>>) -> Option<MutexGuard<'static, LlamaSession>> {
+    cell.get_or_init(|| {
+        let path = model_path(file)?;
+        Some(Mutex::new(LlamaSession::load(LlamaConfig::new(path).with_n_ctx(N_CTX)).unwrap_or_else(|e| panic!("load {file}: {e}"))))
+    })
+    .as_ref()
+    .map(|m| m.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+}
+
+/// SmolLM2, loaded once per test binary; tests take turns (the cache is shared state).
+fn smol() -> Option<MutexGuard<'static, LlamaSession>> {
+    static CELL: OnceLock<Option<Mutex<LlamaSession>>> = OnceLock::new();
+    shared(SMOL, &CELL)
+}
+
+/// Gemma 3 270M with `swa_full`, loaded once.
+fn gemma() -> Option<MutexGuard<'static, LlamaSession>> {
+    static CELL: OnceLock<Option<Mutex<LlamaSession>>> = OnceLock::new();
+    shared(GEMMA, &CELL)
+}
+
+fn generate(s: &LlamaSession, messages: &[ChatMessage], max: u32) -> Generation {
+    let req = GenerateRequest { messages: messages.to_vec(), tools: vec![], sampling: Sampling::greedy(max) };
+    s.generate_blocking(req, None, CancelToken::new()).unwrap_or_else(|e| panic!("generate: {e}"))
+}
+
+fn question() -> Vec<ChatMessage> {
+    vec![
+        ChatMessage::system("You are a concise assistant. Answer in one sentence."),
+        ChatMessage::user("The orders API returned three refunds: ord-1 (12.50), ord-2 (40.00) and ord-3 (7.25). Which refund is the largest?"),
+    ]
+}
+
+/// Round 2 re-sends round 1 plus the model's own reply: the reply with reuse must
+/// equal the reply from a cleared cache, and the re-sent prompt must be reused.
+fn greedy_reuse_identical(s: &LlamaSession) {
+    s.clear_blocking().unwrap();
+    let mut conv = question();
+    let r1 = generate(s, &conv, 12);
+    assert_eq!(r1.usage.kv.reused, 0);
+    assert_eq!(r1.usage.kv.decoded, r1.usage.kv.prompt_tokens);
+    conv.push(ChatMessage::assistant(r1.raw_text.clone()));
+    conv.push(ChatMessage::user("And the smallest?"));
+    let with_reuse = generate(s, &conv, 12);
+    let kv = with_reuse.usage.kv;
+    eprintln!("round 2: {kv:?} (round 1 prompt {}, reply {} tokens)", r1.usage.kv.prompt_tokens, r1.usage.completion_tokens);
+    assert!(!kv.full_clear);
+    assert!(kv.reused >= r1.usage.kv.prompt_tokens, "the whole round-1 prompt is reused: {kv:?}");
+    assert_eq!(kv.reused + kv.decoded, kv.prompt_tokens);
+    s.clear_blocking().unwrap();
+    let fresh = generate(s, &conv, 12);
+    assert_eq!(fresh.usage.kv.reused, 0);
+    assert_eq!(with_reuse.raw_text, fresh.raw_text, "greedy output with reuse equals output without");
+
+    // The identical prompt again: everything but the last token comes from the cache.
+    let again = generate(s, &conv, 12);
+    assert_eq!(again.raw_text, fresh.raw_text);
+    assert!(again.usage.kv.decoded <= 1, "{:?}", again.usage.kv);
+}
+
+#[test]
+fn smollm2_greedy_with_reuse_equals_without() {
+    let Some(s) = smol() else { return };
+    greedy_reuse_identical(&s);
+}
+
+#[test]
+fn gemma3_greedy_with_reuse_equals_without() {
+    let Some(s) = gemma() else { return };
+    greedy_reuse_identical(&s);
+}
+
+/// A compaction replaces the middle: the pinned head stays cached, only what
+/// follows it is decoded, and the reply equals a fresh decode.
+fn partial_trim_keeps_prefix(s: &LlamaSession) {
+    s.clear_blocking().unwrap();
+    let head = question();
+    let mut long = head.clone();
+    long.push(ChatMessage::assistant("ord-2 is the largest refund at 40.00."));
+    long.push(ChatMessage::user("Now list every refund with its amount, one per line, and check the total against 59.75."));
+    generate(s, &long, 8);
+    let mut compacted = head.clone();
+    compacted.push(ChatMessage::assistant("Summary: three refunds, largest ord-2."));
+    compacted.push(ChatMessage::user("What is the total?"));
+    let trimmed = generate(s, &compacted, 12);
+    let kv = trimmed.usage.kv;
+    let head_text = s.template().render(&head, &[], mf_inference::template::RenderOptions { add_generation_prompt: false, thinking: false }).unwrap().text;
+    let head_tokens = s.count_text_tokens_blocking(&head_text).unwrap();
+    eprintln!("after compaction: {kv:?}, pinned head {head_tokens} tokens");
+    assert!(!kv.full_clear, "{kv:?}");
+    assert!(kv.trimmed > 0, "{kv:?}");
+    assert!(kv.reused + 2 >= head_tokens, "pinned prefix kept: {kv:?} vs {head_tokens}");
+    assert!(kv.reused < kv.prompt_tokens);
+    assert_eq!(s.cached_tokens_blocking().unwrap(), kv.prompt_tokens + trimmed.usage.completion_tokens - u32::from(trimmed.stop_reason == StopReason::StopString));
+    s.clear_blocking().unwrap();
+    let fresh = generate(s, &compacted, 12);
+    assert_eq!(trimmed.raw_text, fresh.raw_text);
+}
+
+#[test]
+fn smollm2_partial_trim_keeps_prefix() {
+    let Some(s) = smol() else { return };
+    partial_trim_keeps_prefix(&s);
+}
+
+#[test]
+fn gemma3_partial_trim_keeps_prefix() {
+    let Some(s) = gemma() else { return };
+    partial_trim_keeps_prefix(&s);
+}
+
+/// Without `swa_full`, Gemma 3's sliding-window cache has evicted early
+/// positions once past the window (512): a trim must fall back to a full clear.
+#[test]
+fn gemma3_without_swa_full_falls_back_to_full_clear() {
+    let Some(path) = model_path(GEMMA) else { return };
+    let mut cfg = LlamaConfig::new(path).with_n_ctx(N_CTX);
+    cfg.swa_full = false;
+    let s = LlamaSession::load(cfg).unwrap();
+    let filler: String = (0..90).map(|i| format!("Order {i} was refunded. ")).collect();
+    let mut long = question();
+    long.push(ChatMessage::assistant(filler));
+    long.push(ChatMessage::user("Sum them."));
+    let r1 = generate(&s, &long, 2);
+    assert!(r1.usage.kv.prompt_tokens > 600, "{:?}", r1.usage.kv);
+    let mut short = question();
+    short.push(ChatMessage::assistant("ord-2."));
+    short.push(ChatMessage::user("Sum them."));
+    let r2 = generate(&s, &short, 8);
+    assert!(r2.usage.kv.full_clear, "{:?}", r2.usage.kv);
+    assert_eq!(r2.usage.kv.reused, 0);
+    assert_eq!(r2.usage.kv.decoded, r2.usage.kv.prompt_tokens);
+    let fresh = {
+        s.clear_blocking().unwrap();
+        generate(&s, &short, 8)
+    };
+    assert_eq!(r2.raw_text, fresh.raw_text);
+}
+
+#[test]
+fn snapshot_restore_round_trip() {
+    let Some(s) = smol() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("seq.bin");
+    s.clear_blocking().unwrap();
+    let conv = question();
+    let first = generate(&s, &conv, 10);
+    let cached = s.cached_tokens_blocking().unwrap();
+    let saved = s.snapshot_blocking(&file).unwrap();
+    assert_eq!(saved.tokens, cached);
+    assert!(saved.bytes > 0);
+    s.clear_blocking().unwrap();
+    assert_eq!(s.cached_tokens_blocking().unwrap(), 0);
+    let restored = s.restore_blocking(&file).unwrap();
+    assert_eq!(restored.tokens, cached);
+    assert_eq!(s.cached_tokens_blocking().unwrap(), cached);
+    let again = generate(&s, &conv, 10);
+    assert_eq!(again.usage.kv.decoded, 1, "only the last prompt token is decoded after a restore: {:?}", again.usage.kv);
+    assert_eq!(again.raw_text, first.raw_text);
+
+    // A snapshot whose key names other context parameters is refused.
+    let key_file = dir.path().join("seq.bin.key");
+    let key = std::fs::read_to_string(&key_file).unwrap().replace("n_ctx 2048", "n_ctx 4096");
+    std::fs::write(&key_file, key).unwrap();
+    let err = s.restore_blocking(&file).unwrap_err();
+    assert!(matches!(err, InferenceError::SnapshotMismatch { .. }), "{err}");
+    assert_eq!(s.cached_tokens_blocking().unwrap(), cached, "a refused snapshot leaves the cache alone");
+    // A missing snapshot is an error, not a panic.
+    let err = s.restore_blocking(&dir.path().join("nope.bin")).unwrap_err();
+    assert!(matches!(err, InferenceError::Snapshot { .. }), "{err}");
+}
+
+#[test]
+fn snapshot_of_another_model_is_refused() {
+    let Some(s) = smol() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("smol.bin");
+    s.snapshot_blocking(&file).unwrap();
+    drop(s);
+    let Some(g) = gemma() else { return };
+    let err = g.restore_blocking(&file).unwrap_err();
+    assert!(matches!(err, InferenceError::SnapshotMismatch { .. }), "{err}");
+}
+
+#[test]
+fn bad_files_are_load_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let load = |p: &std::path::Path| LlamaSession::load(LlamaConfig::new(p).with_n_ctx(256)).unwrap_err();
+
+    let err = load(&dir.path().join("missing.gguf"));
+    assert!(matches!(err, InferenceError::ModelUnreadable { .. }) && err.is_load_error(), "{err}");
+
+    let empty = dir.path().join("empty.gguf");
+    std::fs::write(&empty, b"").unwrap();
+    let err = load(&empty);
+    assert!(matches!(err, InferenceError::EmptyModelFile { .. }), "{err}");
+    assert!(err.to_string().contains("empty"));
+
+    let text = dir.path().join("notes.gguf");
+    std::fs::write(&text, b"<html>not a model</html>").unwrap();
+    let err = load(&text);
+    assert!(matches!(err, InferenceError::NotGguf { .. }), "{err}");
+    assert!(err.to_string().contains("not a GGUF"), "{err}");
+
+    let garbage = dir.path().join("garbage.gguf");
+    let mut bytes = b"GGUF".to_vec();
+    bytes.extend((0..4096u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8));
+    std::fs::write(&garbage, bytes).unwrap();
+    let err = load(&garbage);
+    assert!(matches!(err, InferenceError::CorruptModel { .. }), "{err}");
+
+    if let Some(real) = model_path(SMOL) {
+        // A download cut short: the real header, no tensor data.
+        let head: Vec<u8> = std::fs::read(&real).unwrap().into_iter().take(2 << 20).collect();
+        let truncated = dir.path().join("truncated.gguf");
+        std::fs::write(&truncated, head).unwrap();
+        let err = load(&truncated);
+        assert!(matches!(err, InferenceError::CorruptModel { .. }), "{err}");
+    }
+    assert!(load(dir.path()).is_load_error());
+}
+
+#[test]
+fn context_is_clamped_or_refused() {
+    let Some(path) = model_path(SMOL) else { return };
+    let mut cfg = LlamaConfig::new(&path).with_n_ctx(100_000);
+    cfg.clamp_to_train = false;
+    let err = LlamaSession::load(cfg).unwrap_err();
+    assert!(matches!(err, InferenceError::ContextTooLarge { requested: 100_000, train: 8192 }), "{err}");
+    let clamped = LlamaSession::load(LlamaConfig::new(&path).with_n_ctx(100_000)).unwrap();
+    assert_eq!(clamped.context_size(), 8192);
+    assert_eq!(clamped.model_info().context_train, Some(8192));
+}
+
+#[test]
+fn prompt_that_cannot_fit_is_a_typed_error() {
+    let Some(s) = smol() else { return };
+    let huge = "refund ".repeat(3000);
+    let req = GenerateRequest { messages: vec![ChatMessage::user(huge)], tools: vec![], sampling: Sampling::greedy(16) };
+    let err = s.generate_blocking(req, None, CancelToken::new()).unwrap_err();
+    assert!(matches!(err, InferenceError::PromptTooLong { context_size: N_CTX, .. }), "{err}");
+    // The session still works afterwards.
+    generate(&s, &question(), 2);
+}
+
+#[test]
+fn streams_tokens_and_cancels() {
+    let Some(s) = smol() else { return };
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let req = GenerateRequest { messages: question(), tools: vec![], sampling: Sampling::greedy(12) };
+    let g = s.generate_blocking(req.clone(), Some(tx), CancelToken::new()).unwrap();
+    let mut streamed = String::new();
+    while let Ok(e) = rx.try_recv() {
+        match e {
+            StreamEvent::Text(t) | StreamEvent::Thinking(t) => streamed.push_str(&t),
+        }
+    }
+    assert_eq!(streamed, g.raw_text);
+    assert!(g.usage.completion_tokens > 0);
+
+    let cancel = CancelToken::new();
+    cancel.cancel();
+    let g = s.generate_blocking(req, None, cancel).unwrap();
+    assert_eq!(g.stop_reason, StopReason::Cancelled);
+    assert_eq!(g.usage.completion_tokens, 0);
+}
+
+#[test]
+fn thinking_budget_closes_the_block_and_leaves_room_for_the_answer() {
+    let Some(path) = model_path(SMOL) else { return };
+    // A ChatML template that opens a thinking block in the generation prompt.
+    let mut cfg = LlamaConfig::new(path).with_n_ctx(512);
+    cfg.template_override = Some(
+        "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}"
+            .into(),
+    );
+    let s = LlamaSession::load(cfg).unwrap();
+    let mut sampling = Sampling::greedy(40);
+    sampling.thinking = Thinking::Budget(8);
+    let req = GenerateRequest { messages: question(), tools: vec![], sampling };
+    let g = s.generate_blocking(req, None, CancelToken::new()).unwrap();
+    eprintln!("{g:#?}");
+    assert!(g.usage.thinking_tokens <= 8, "{:?}", g.usage);
+    assert!(g.raw_text.contains("</think>"), "{}", g.raw_text);
+    assert!(g.thinking.as_deref().is_some_and(|t| !t.is_empty()));
+    assert!(g.stop_reason == StopReason::EndOfTurn || !g.content.is_empty(), "the answer got tokens: {g:?}");
+    assert!(g.usage.completion_tokens > g.usage.thinking_tokens);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn backend_trait_async_path() {
+    let Some(path) = model_path(SMOL) else { return };
+    let s = tokio::task::spawn_blocking(move || LlamaSession::load(LlamaConfig::new(path).with_n_ctx(512))).await.unwrap().unwrap();
+    let backend: &dyn Backend = &s;
+    let n = backend.count_tokens(&question(), &[]).await.unwrap();
+    let g = backend
+        .generate(GenerateRequest { messages: question(), tools: vec![], sampling: Sampling::greedy(4) }, None, CancelToken::new())
+        .await
+        .unwrap();
+    assert_eq!(g.usage.kv.prompt_tokens, n);
+    assert_eq!(backend.model_info().tool_format.as_deref(), Some("fenced_json"));
+    assert_eq!(backend.context_size(), 512);
+    s.stop();
+    let err = s.generate(GenerateRequest { messages: question(), ..Default::default() }, None, CancelToken::new()).await.unwrap_err();
+    assert!(matches!(err, InferenceError::SessionStopped), "{err}");
+}

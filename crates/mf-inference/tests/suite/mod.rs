@@ -1,0 +1,4 @@
+mod http;
+mod llama;
+mod support;
+mod templates;
