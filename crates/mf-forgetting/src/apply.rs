@@ -1,0 +1,415 @@
+//! Applying a plan: the only step that calls the summariser.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ForgettingError;
+use crate::literals::{self, Literal};
+use crate::message::{Message, MessageId, Role, question_index};
+use crate::plan::{CompactionPlan, StrategyKind, Tier};
+use crate::summary::{Shrink, Summarizer, build_request, clean_summary, fallback, label, shrink};
+use crate::taxonomy::ProblemClass;
+use crate::tokens::TokenCounter;
+use crate::zones::Zone;
+
+/// Tokens of a history per zone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ZoneTokens {
+    /// Pinned zone.
+    pub pinned: usize,
+    /// Compressible zone before; what replaced it (summary, masked messages) after.
+    pub compressible: usize,
+    /// Recent zone.
+    pub recent: usize,
+    /// All.
+    pub total: usize,
+}
+
+/// What a compaction did, for the UI's ledger.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompactionReport {
+    /// Strategy.
+    pub strategy: StrategyKind,
+    /// Problem class (v2, v2.1).
+    pub class: Option<ProblemClass>,
+    /// Tokens before.
+    pub tokens_before: ZoneTokens,
+    /// Tokens after.
+    pub tokens_after: ZoneTokens,
+    /// The threshold.
+    pub threshold: usize,
+    /// Whether the result is at or below the threshold.
+    pub within_budget: bool,
+    /// Messages before.
+    pub messages_before: usize,
+    /// Messages after.
+    pub messages_after: usize,
+    /// The summariser's cleaned text, or the fallback text.
+    pub summary: Option<String>,
+    /// Characters of the compressible zone's original text.
+    pub compressible_chars: usize,
+    /// Characters of the log sent to the summariser.
+    pub summarizer_input_chars: usize,
+    /// Literals preserved next to the summary.
+    pub literals: Vec<Literal>,
+    /// How many of them the model summary itself kept.
+    pub literals_in_model_summary: usize,
+    /// Ids copied verbatim into the summary message.
+    pub verbatim: Vec<MessageId>,
+    /// Ids whose text went to the summariser.
+    pub summarised: Vec<MessageId>,
+    /// Ids whose tool output was replaced by a placeholder.
+    pub masked: Vec<MessageId>,
+    /// Ids removed.
+    pub dropped: Vec<MessageId>,
+    /// Why the fallback was used, if it was.
+    pub fallback: Option<String>,
+    /// Budget repairs and other notes.
+    pub notes: Vec<String>,
+}
+
+/// A compacted history and its report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Compaction {
+    /// The new history: `[pinned…, summary, recent…]` for summarising strategies.
+    pub messages: Vec<Message>,
+    /// What happened.
+    pub report: CompactionReport,
+}
+
+/// The placeholder of a masked tool output.
+pub fn mask_placeholder(chars: usize) -> String {
+    let digits = chars.to_string();
+    let mut grouped = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    format!("[tool output elided: {grouped} chars]")
+}
+
+fn shrink_for(tier: Tier, plan: &CompactionPlan) -> Option<Shrink> {
+    match tier {
+        Tier::Summarise => Some(Shrink::Chars(plan.config.result_chars)),
+        Tier::Light => Some(Shrink::Chars(plan.config.light_chars)),
+        Tier::Heavy => Some(Shrink::Heavy),
+        _ => None,
+    }
+}
+
+/// The log the summariser reads: one shrunk entry per summarised message.
+pub fn summarizer_log(plan: &CompactionPlan, messages: &[Message]) -> String {
+    plan.messages
+        .iter()
+        .filter_map(|mp| shrink_for(mp.tier, plan).map(|s| shrink(&messages[mp.index], s)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn plan_literals(plan: &CompactionPlan, messages: &[Message]) -> Vec<Literal> {
+    let texts: Vec<(usize, String)> = plan
+        .messages
+        .iter()
+        .filter(|mp| mp.tier.is_summarised())
+        .map(|mp| (mp.index, messages[mp.index].analysis_text()))
+        .collect();
+    literals::extract(texts.iter().map(|(i, t)| (*i, t.as_str())), plan.config.literals)
+}
+
+fn anchor_text(m: &Message) -> String {
+    let mut s = label(m);
+    s.push('\n');
+    s.push_str(&m.analysis_text());
+    s
+}
+
+/// The content of the summary message.
+fn summary_content(
+    plan: &CompactionPlan,
+    messages: &[Message],
+    anchors: &[usize],
+    model_summary: &str,
+    literals: &[Literal],
+) -> String {
+    let range = plan.zones.compressible();
+    let first = messages.get(range.start).map(|m| m.id.0.as_str()).unwrap_or("");
+    let last = messages.get(range.end.saturating_sub(1)).map(|m| m.id.0.as_str()).unwrap_or("");
+    let mut s = format!(
+        "[Summary of the prior investigation: messages {first}–{last} ({} messages) were compacted by measured forgetting, strategy {}.]",
+        range.len(),
+        plan.strategy
+    );
+    if !anchors.is_empty() {
+        s.push_str("\nKept verbatim:");
+        for &i in anchors {
+            s.push('\n');
+            s.push_str(&anchor_text(&messages[i]));
+        }
+    }
+    if !model_summary.trim().is_empty() {
+        s.push_str("\nSummary:\n");
+        s.push_str(model_summary.trim());
+    }
+    if !literals.is_empty() {
+        s.push('\n');
+        s.push_str(&literals::render(literals));
+    }
+    s
+}
+
+fn summary_message(plan: &CompactionPlan, messages: &[Message], content: String) -> Message {
+    let range = plan.zones.compressible();
+    let first = messages.get(range.start).map(|m| m.id.0.as_str()).unwrap_or("");
+    let mut m = Message::user(&format!("summary-{first}"), &content);
+    m.role = Role::User;
+    m.summary = true;
+    m
+}
+
+/// The plan's estimate of the tokens after compaction, the model summary
+/// counted as `max_tokens` short words.
+pub fn estimate_after(plan: &CompactionPlan, messages: &[Message], counter: &dyn TokenCounter) -> usize {
+    let kept: usize = plan
+        .messages
+        .iter()
+        .filter(|mp| mp.zone != Zone::Compressible && mp.tier == Tier::Keep)
+        .map(|mp| mp.tokens)
+        .sum();
+    match plan.strategy {
+        StrategyKind::None => plan.gauge.total(),
+        StrategyKind::Baseline => kept,
+        StrategyKind::Masking => {
+            let mid: usize = plan
+                .messages
+                .iter()
+                .filter(|mp| mp.zone == Zone::Compressible)
+                .map(|mp| {
+                    if mp.tier == Tier::Mask {
+                        let mut m = messages[mp.index].clone();
+                        m.content = mask_placeholder(m.content.chars().count());
+                        counter.count_message(&m)
+                    } else {
+                        mp.tokens
+                    }
+                })
+                .sum();
+            kept + mid
+        }
+        StrategyKind::V1 | StrategyKind::V2 | StrategyKind::V21 => {
+            if !plan.zones.has_compressible() {
+                return kept;
+            }
+            let anchors: Vec<usize> = plan.messages.iter().filter(|m| m.tier == Tier::Verbatim).map(|m| m.index).collect();
+            let any_summarised = plan.messages.iter().any(|m| m.tier.is_summarised());
+            let placeholder = if any_summarised { "- w\n".repeat(plan.config.sampling.max_tokens as usize / 2) } else { String::new() };
+            let lits = plan_literals(plan, messages);
+            let content = summary_content(plan, messages, &anchors, &placeholder, &lits);
+            kept + counter.count_message(&summary_message(plan, messages, content))
+        }
+    }
+}
+
+fn zone_tokens(messages: &[Message], counter: &dyn TokenCounter, pinned: usize, recent_from: usize) -> ZoneTokens {
+    let mut t = ZoneTokens::default();
+    for (i, m) in messages.iter().enumerate() {
+        let n = counter.count_message(m);
+        if i < pinned {
+            t.pinned += n;
+        } else if i < recent_from {
+            t.compressible += n;
+        } else {
+            t.recent += n;
+        }
+        t.total += n;
+    }
+    t
+}
+
+/// Applies a plan.
+///
+/// Pinned messages are copied byte-identical, recent ones verbatim. For v1,
+/// v2 and v2.1 the compressible zone becomes one summary message (marked
+/// `summary`): verbatim anchors, the model summary of the rest (or the
+/// 500-character fallback when the summariser fails or returns garbage), and
+/// the preserved literals.
+///
+/// # Errors
+/// [`ForgettingError::PlanMismatch`] when the plan was made for another
+/// history; [`ForgettingError::BudgetNotRestored`] when a compacting
+/// strategy cannot get the history under the threshold, even after dropping
+/// anchors, shortening the summary and the literal list. A failing
+/// summariser is not an error (see the report's `fallback`).
+pub fn apply(
+    plan: &CompactionPlan,
+    messages: &[Message],
+    summarizer: &mut dyn Summarizer,
+    counter: &dyn TokenCounter,
+) -> Result<Compaction, ForgettingError> {
+    if plan.messages.len() != messages.len() {
+        return Err(ForgettingError::PlanMismatch(format!(
+            "plan has {} messages, history {}",
+            plan.messages.len(),
+            messages.len()
+        )));
+    }
+    if let Some(mp) = plan.messages.iter().find(|mp| mp.id != messages[mp.index].id) {
+        return Err(ForgettingError::PlanMismatch(format!("message {} is {:?} in the plan", mp.index, mp.id.0)));
+    }
+    let z = plan.zones;
+    let threshold = plan.budget.threshold();
+    let before = zone_tokens(messages, counter, z.pinned_end, z.recent_start);
+    let ids = |t: Tier| plan.ids_with(t);
+    let mut report = CompactionReport {
+        strategy: plan.strategy,
+        class: plan.class.as_ref().map(|c| c.class),
+        tokens_before: before,
+        tokens_after: before,
+        threshold,
+        within_budget: before.total <= threshold,
+        messages_before: messages.len(),
+        messages_after: messages.len(),
+        summary: None,
+        compressible_chars: messages[z.compressible()].iter().map(Message::text_chars).sum(),
+        summarizer_input_chars: 0,
+        literals: Vec::new(),
+        literals_in_model_summary: 0,
+        verbatim: Vec::new(),
+        summarised: Vec::new(),
+        masked: Vec::new(),
+        dropped: Vec::new(),
+        fallback: None,
+        notes: Vec::new(),
+    };
+    let pinned = &messages[..z.pinned_end];
+    let recent = &messages[z.recent_start..];
+    let (out, after): (Vec<Message>, ZoneTokens) = match plan.strategy {
+        StrategyKind::None => (messages.to_vec(), before),
+        StrategyKind::Baseline => {
+            report.dropped = ids(Tier::Drop);
+            let kept: Vec<Message> = plan
+                .messages
+                .iter()
+                .filter(|mp| mp.tier != Tier::Drop)
+                .map(|mp| messages[mp.index].clone())
+                .collect();
+            let first_kept_pinned = plan.messages[..z.pinned_end].iter().filter(|m| m.tier != Tier::Drop).count();
+            let recent_from = kept.len() - recent.len();
+            let t = zone_tokens(&kept, counter, first_kept_pinned, recent_from);
+            (kept, t)
+        }
+        StrategyKind::Masking => {
+            report.masked = ids(Tier::Mask);
+            let out: Vec<Message> = plan
+                .messages
+                .iter()
+                .map(|mp| {
+                    let mut m = messages[mp.index].clone();
+                    if mp.tier == Tier::Mask {
+                        m.content = mask_placeholder(m.content.chars().count());
+                    }
+                    m
+                })
+                .collect();
+            let t = zone_tokens(&out, counter, z.pinned_end, z.recent_start);
+            (out, t)
+        }
+        StrategyKind::V1 | StrategyKind::V2 | StrategyKind::V21 => {
+            if !z.has_compressible() {
+                report.notes.push("nothing to compress: the compressible zone is empty".to_owned());
+                (messages.to_vec(), before)
+            } else {
+                report.verbatim = ids(Tier::Verbatim);
+                report.dropped = ids(Tier::Drop);
+                report.summarised = plan.messages.iter().filter(|m| m.tier.is_summarised()).map(|m| m.id.clone()).collect();
+                let log = summarizer_log(plan, messages);
+                report.summarizer_input_chars = log.chars().count();
+                let mut model_summary = String::new();
+                if !log.is_empty() {
+                    let question = question_index(messages).map(|q| messages[q].content.as_str()).unwrap_or("");
+                    let request = build_request(question, &log, &plan.instructions, plan.config.sampling);
+                    model_summary = match summarizer.summarize(&request) {
+                        Ok(raw) => match clean_summary(&raw) {
+                            Ok(s) => s,
+                            Err(why) => {
+                                report.fallback = Some(why);
+                                fallback(&log, plan.config.fallback_chars)
+                            }
+                        },
+                        Err(e) => {
+                            report.fallback = Some(e.to_string());
+                            fallback(&log, plan.config.fallback_chars)
+                        }
+                    };
+                }
+                let mut anchors: Vec<usize> = plan.messages.iter().filter(|m| m.tier == Tier::Verbatim).map(|m| m.index).collect();
+                let mut lits = plan_literals(plan, messages);
+                let mut extra_texts: Vec<(usize, String)> = Vec::new();
+                report.literals_in_model_summary = lits.iter().filter(|l| model_summary.contains(&l.text)).count();
+                let build = |anchors: &[usize], summary: &str, lits: &[Literal]| -> (Vec<Message>, ZoneTokens) {
+                    let shown: Vec<Literal> = lits.iter().filter(|l| !summary.contains(&l.text)).cloned().collect();
+                    let content = summary_content(plan, messages, anchors, summary, &shown);
+                    let mut out = pinned.to_vec();
+                    out.push(summary_message(plan, messages, content));
+                    out.extend_from_slice(recent);
+                    let t = zone_tokens(&out, counter, pinned.len(), pinned.len() + 1);
+                    (out, t)
+                };
+                let (mut out, mut t) = build(&anchors, &model_summary, &lits);
+                // Repair the budget: anchors (lowest influence first, their
+                // literals kept), then the summary's tail, then literals.
+                while t.total > threshold {
+                    if !anchors.is_empty() {
+                        let (k, _) = anchors
+                            .iter()
+                            .enumerate()
+                            .min_by(|(_, a), (_, b)| {
+                                let ia = plan.messages[**a].influence.unwrap_or(0.0);
+                                let ib = plan.messages[**b].influence.unwrap_or(0.0);
+                                ia.total_cmp(&ib).then(b.cmp(a))
+                            })
+                            .unwrap_or((0, &0));
+                        let i = anchors.remove(k);
+                        report.notes.push(format!("budget: anchor {} removed after summarising", messages[i].id));
+                        extra_texts.push((i, messages[i].analysis_text()));
+                        let mut texts: Vec<(usize, String)> = plan
+                            .messages
+                            .iter()
+                            .filter(|mp| mp.tier.is_summarised())
+                            .map(|mp| (mp.index, messages[mp.index].analysis_text()))
+                            .collect();
+                        texts.extend(extra_texts.iter().cloned());
+                        texts.sort_by_key(|(i, _)| *i);
+                        lits = literals::extract(texts.iter().map(|(i, s)| (*i, s.as_str())), plan.config.literals);
+                    } else if model_summary.chars().count() > 40 {
+                        let keep = model_summary.chars().count() / 2;
+                        model_summary = model_summary.chars().take(keep).collect();
+                        report.notes.push(format!("budget: model summary cut to {keep} characters"));
+                    } else if !lits.is_empty() {
+                        let n = lits.len() / 2;
+                        lits.truncate(n);
+                        report.notes.push(format!("budget: literal list cut to {n}"));
+                    } else {
+                        break;
+                    }
+                    (out, t) = build(&anchors, &model_summary, &lits);
+                }
+                report.verbatim = anchors.iter().map(|&i| messages[i].id.clone()).collect();
+                for (i, _) in &extra_texts {
+                    report.summarised.push(messages[*i].id.clone());
+                }
+                report.literals = lits;
+                report.summary = (!model_summary.is_empty()).then_some(model_summary);
+                (std::mem::take(&mut out), t)
+            }
+        }
+    };
+    report.tokens_after = after;
+    report.messages_after = out.len();
+    report.within_budget = after.total <= threshold;
+    if plan.strategy != StrategyKind::None && !report.within_budget {
+        return Err(ForgettingError::BudgetNotRestored { tokens: after.total, threshold, messages: out.len() });
+    }
+    report.notes.extend(plan.notes.iter().cloned());
+    Ok(Compaction { messages: out, report })
+}

@@ -1,0 +1,716 @@
+//! The strategies behind one trait, each a pure function from a history to a
+//! [`CompactionPlan`].
+
+use std::collections::BTreeMap;
+
+use crate::apply::estimate_after;
+use crate::budget::Budget;
+use crate::chains::{chain_of, hop_links};
+use crate::dimensions::{self, Dimension, Scores};
+use crate::error::ForgettingError;
+use crate::evaluator::ProbeEvaluator;
+use crate::message::{Message, MessageKind, question_index};
+use crate::plan::{CompactionPlan, FoldGroup, MessagePlan, PlanConfig, Ranking, StrategyKind, Tier};
+use crate::summary::error_type;
+use crate::taxonomy::{self, Classification, ProblemClass};
+use crate::tokens::TokenCounter;
+use crate::zones::{Zone, ZoneGauge, Zones, partition};
+
+/// A compaction strategy: history → plan. Pure given its inputs.
+pub trait Strategy {
+    /// Which strategy.
+    fn kind(&self) -> StrategyKind;
+
+    /// Plans a compaction of `messages` under `budget`.
+    ///
+    /// # Errors
+    /// Invalid budget or settings, an empty or questionless history, or (v2.1)
+    /// a failing evaluator.
+    fn plan(
+        &mut self,
+        messages: &[Message],
+        budget: &Budget,
+        counter: &dyn TokenCounter,
+    ) -> Result<CompactionPlan, ForgettingError>;
+}
+
+/// The strategies that need no evaluator, by kind (v2.1 with Φ ranking too).
+///
+/// # Errors
+/// [`ForgettingError::InvalidSetting`] for v2.1 with the withholding ranking:
+/// Δ needs a probe evaluator, use [`V21::new`].
+pub fn strategy(kind: StrategyKind, config: PlanConfig) -> Result<Box<dyn Strategy>, ForgettingError> {
+    Ok(match kind {
+        StrategyKind::None => Box::new(NoneStrategy),
+        StrategyKind::Baseline => Box::new(Baseline),
+        StrategyKind::Masking => Box::new(Masking { config }),
+        StrategyKind::V1 => Box::new(V1 { config }),
+        StrategyKind::V2 => Box::new(V2 { config }),
+        StrategyKind::V21 => {
+            if config.ranking == Ranking::Withholding {
+                return Err(ForgettingError::InvalidSetting {
+                    name: "evaluator",
+                    reason: "v2.1 ranks by Δ, which needs a probe evaluator (a model, or an offline proxy)".to_owned(),
+                });
+            }
+            Box::new(V21 { config, evaluator: None })
+        }
+    })
+}
+
+/// Plans with any strategy; `evaluator` is used by v2.1 only.
+///
+/// # Errors
+/// As [`Strategy::plan`], and v2.1 with Δ ranking and no evaluator.
+pub fn plan(
+    kind: StrategyKind,
+    messages: &[Message],
+    budget: &Budget,
+    counter: &dyn TokenCounter,
+    config: &PlanConfig,
+    evaluator: Option<&mut dyn ProbeEvaluator>,
+) -> Result<CompactionPlan, ForgettingError> {
+    if kind == StrategyKind::V21
+        && let Some(e) = evaluator
+    {
+        return V21::new(config.clone(), e).plan(messages, budget, counter);
+    }
+    strategy(kind, config.clone())?.plan(messages, budget, counter)
+}
+
+/// What every plan starts from.
+struct Base {
+    zones: Zones,
+    gauge: ZoneGauge,
+    plans: Vec<MessagePlan>,
+    chains: Vec<Option<usize>>,
+}
+
+fn base(
+    kind: StrategyKind,
+    messages: &[Message],
+    budget: &Budget,
+    counter: &dyn TokenCounter,
+    config: &PlanConfig,
+) -> Result<Base, ForgettingError> {
+    budget.validate()?;
+    config.validate()?;
+    let zones = partition(messages, budget.recent)?;
+    let gauge = ZoneGauge::measure(messages, &zones, budget, counter);
+    let chains = chain_of(messages);
+    let plans = messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let zone = zones.zone_of(i);
+            MessagePlan {
+                id: m.id.clone(),
+                index: i,
+                kind: m.kind(),
+                zone,
+                tokens: counter.count_message(m),
+                dimensions: None,
+                breadth: None,
+                influence: None,
+                delta: None,
+                tier: Tier::Keep,
+                chain: chains[i].map(|c| format!("c{c}")),
+                reason: match zone {
+                    Zone::Pinned => "pinned: system prompt through the original question".to_owned(),
+                    Zone::Recent => "recent: kept verbatim".to_owned(),
+                    Zone::Compressible => String::new(),
+                },
+            }
+        })
+        .collect();
+    let _ = kind;
+    Ok(Base { zones, gauge, plans, chains })
+}
+
+fn finish(
+    kind: StrategyKind,
+    b: Base,
+    messages: &[Message],
+    budget: &Budget,
+    counter: &dyn TokenCounter,
+    config: &PlanConfig,
+) -> CompactionPlan {
+    let mut p = CompactionPlan {
+        strategy: kind,
+        budget: *budget,
+        zones: b.zones,
+        gauge: b.gauge,
+        needed: budget.should_compact(b.gauge.total(), messages.len()),
+        class: None,
+        median_influence: None,
+        messages: b.plans,
+        folds: Vec::new(),
+        instructions: Vec::new(),
+        estimated_tokens_after: 0,
+        notes: Vec::new(),
+        config: config.clone(),
+    };
+    p.estimated_tokens_after = estimate_after(&p, messages, counter);
+    p
+}
+
+/// Control arm: changes nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoneStrategy;
+
+impl Strategy for NoneStrategy {
+    fn kind(&self) -> StrategyKind {
+        StrategyKind::None
+    }
+    fn plan(&mut self, messages: &[Message], budget: &Budget, counter: &dyn TokenCounter) -> Result<CompactionPlan, ForgettingError> {
+        let config = PlanConfig::default();
+        let mut b = base(StrategyKind::None, messages, budget, counter, &config)?;
+        for p in b.plans.iter_mut().filter(|p| p.zone == Zone::Compressible) {
+            p.reason = "none: control arm, nothing changes".to_owned();
+        }
+        Ok(finish(StrategyKind::None, b, messages, budget, counter, &config))
+    }
+}
+
+/// The paper's baseline: keep the first message and the recent zone, drop the rest.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Baseline;
+
+impl Strategy for Baseline {
+    fn kind(&self) -> StrategyKind {
+        StrategyKind::Baseline
+    }
+    fn plan(&mut self, messages: &[Message], budget: &Budget, counter: &dyn TokenCounter) -> Result<CompactionPlan, ForgettingError> {
+        let config = PlanConfig::default();
+        let mut b = base(StrategyKind::Baseline, messages, budget, counter, &config)?;
+        for p in b.plans.iter_mut() {
+            if p.index == 0 {
+                p.reason = "baseline: the first message is kept".to_owned();
+            } else if p.zone != Zone::Recent {
+                p.tier = Tier::Drop;
+                p.reason = "baseline: hard truncation drops everything but the first and the recent messages".to_owned();
+            }
+        }
+        Ok(finish(StrategyKind::Baseline, b, messages, budget, counter, &config))
+    }
+}
+
+/// Observation masking: tool outputs older than the last `mask_keep_last`
+/// become a placeholder; calls and the model's own text stay.
+#[derive(Debug, Clone, Default)]
+pub struct Masking {
+    /// Settings.
+    pub config: PlanConfig,
+}
+
+impl Strategy for Masking {
+    fn kind(&self) -> StrategyKind {
+        StrategyKind::Masking
+    }
+    fn plan(&mut self, messages: &[Message], budget: &Budget, counter: &dyn TokenCounter) -> Result<CompactionPlan, ForgettingError> {
+        let b = base(StrategyKind::Masking, messages, budget, counter, &self.config)?;
+        let outputs: Vec<usize> = messages
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| matches!(m.kind(), MessageKind::ToolResult | MessageKind::ToolError))
+            .map(|(i, _)| i)
+            .collect();
+        let window_start = outputs
+            .len()
+            .checked_sub(self.config.mask_keep_last)
+            .and_then(|k| outputs.get(k).copied())
+            .unwrap_or(0);
+        let mut p = finish(StrategyKind::Masking, b, messages, budget, counter, &self.config);
+        let compressible = p.zones.compressible();
+        for &i in &outputs {
+            if compressible.contains(&i) {
+                if i < window_start {
+                    p.messages[i].tier = Tier::Mask;
+                    p.messages[i].reason = format!(
+                        "masking: older than the last {} tool outputs → placeholder",
+                        self.config.mask_keep_last
+                    );
+                } else {
+                    p.messages[i].reason = "masking: inside the window of recent tool outputs".to_owned();
+                }
+            }
+        }
+        for m in p.messages.iter_mut().filter(|m| m.zone == Zone::Compressible && m.reason.is_empty()) {
+            m.reason = "masking: not a tool output, kept".to_owned();
+        }
+        p.estimated_tokens_after = estimate_after(&p, messages, counter);
+        if p.estimated_tokens_after > budget.threshold() {
+            let mut widened = false;
+            for &i in &outputs {
+                if compressible.contains(&i) && p.messages[i].tier != Tier::Mask {
+                    p.messages[i].tier = Tier::Mask;
+                    p.messages[i].reason = "masking: window closed to restore the budget → placeholder".to_owned();
+                    widened = true;
+                }
+            }
+            if widened {
+                p.notes.push("still over the threshold with the window: masked every compressible tool output".to_owned());
+                p.estimated_tokens_after = estimate_after(&p, messages, counter);
+            }
+        }
+        Ok(p)
+    }
+}
+
+/// Measured forgetting v1: error-aware input, one self-summary.
+#[derive(Debug, Clone, Default)]
+pub struct V1 {
+    /// Settings.
+    pub config: PlanConfig,
+}
+
+impl Strategy for V1 {
+    fn kind(&self) -> StrategyKind {
+        StrategyKind::V1
+    }
+    fn plan(&mut self, messages: &[Message], budget: &Budget, counter: &dyn TokenCounter) -> Result<CompactionPlan, ForgettingError> {
+        let mut b = base(StrategyKind::V1, messages, budget, counter, &self.config)?;
+        for p in b.plans.iter_mut().filter(|p| p.zone == Zone::Compressible) {
+            p.tier = Tier::Summarise;
+            p.reason = match p.kind {
+                MessageKind::ToolError => format!("v1: error → one line ({})", error_type(&messages[p.index].content)),
+                MessageKind::ToolResult => format!("v1: result → {} chars, summarised", self.config.result_chars),
+                MessageKind::ToolCall => "v1: call → one line, summarised".to_owned(),
+                _ => format!("v1: text → {} chars, summarised", self.config.result_chars),
+            };
+        }
+        Ok(finish(StrategyKind::V1, b, messages, budget, counter, &self.config))
+    }
+}
+
+/// Per-message analysis shared by v2 and v2.1.
+struct Analysis {
+    scores: BTreeMap<usize, Scores>,
+    influence: BTreeMap<usize, f64>,
+    /// Units of the compressible zone: key (chain head or the message) → members.
+    units: BTreeMap<usize, Vec<usize>>,
+    median: f64,
+    class: Classification,
+    hops: Vec<(usize, usize)>,
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n % 2 == 1 { values[n / 2] } else { (values[n / 2 - 1] + values[n / 2]) / 2.0 }
+}
+
+fn analyse(messages: &[Message], zones: &Zones, chains: &[Option<usize>], config: &PlanConfig) -> Analysis {
+    let q = question_index(messages).unwrap_or(0);
+    let question = messages.get(q).map(|m| m.content.as_str()).unwrap_or("");
+    let qwords = dimensions::content_words(question);
+    // Susceptibility counts later carriers anywhere after the pinned zone.
+    let tail: Vec<Scores> = messages[zones.pinned_end..]
+        .iter()
+        .map(|m| dimensions::score(&m.analysis_text(), &qwords))
+        .collect();
+    let weights = dimensions::susceptibilities(&tail, config.lambda);
+    let mut scores = BTreeMap::new();
+    let mut influence = BTreeMap::new();
+    let mut units: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for i in zones.compressible() {
+        let k = i - zones.pinned_end;
+        scores.insert(i, tail[k]);
+        influence.insert(i, dimensions::influence(&tail[k], &weights[k], config.gamma));
+        units.entry(chains[i].unwrap_or(i)).or_default().push(i);
+    }
+    let mut values: Vec<f64> = influence.values().copied().collect();
+    let median = median(&mut values);
+    let hops = hop_links(messages, chains, question);
+    let class = match config.class_override {
+        Some(c) => Classification {
+            class: c,
+            scores: Vec::new(),
+            reason: "given by the caller".to_owned(),
+            overridden: true,
+        },
+        None => taxonomy::classify(question, &taxonomy::shape(messages, hops.len())),
+    };
+    Analysis { scores, influence, units, median, class, hops }
+}
+
+fn tier_from_rank(r: u8) -> Tier {
+    match r {
+        3 => Tier::Verbatim,
+        2 => Tier::Light,
+        _ => Tier::Heavy,
+    }
+}
+
+/// Dimension-aware compression (METHOD.md §3).
+#[derive(Debug, Clone, Default)]
+pub struct V2 {
+    /// Settings.
+    pub config: PlanConfig,
+}
+
+impl Strategy for V2 {
+    fn kind(&self) -> StrategyKind {
+        StrategyKind::V2
+    }
+
+    fn plan(&mut self, messages: &[Message], budget: &Budget, counter: &dyn TokenCounter) -> Result<CompactionPlan, ForgettingError> {
+        let cfg = &self.config;
+        let b = base(StrategyKind::V2, messages, budget, counter, cfg)?;
+        let a = analyse(messages, &b.zones, &b.chains, cfg);
+        let chains = b.chains.clone();
+        let mut p = finish(StrategyKind::V2, b, messages, budget, counter, cfg);
+        let class = a.class.class;
+
+        // 1. Base tier per message.
+        let mut rank: BTreeMap<usize, u8> = BTreeMap::new();
+        for (&i, s) in &a.scores {
+            let inf = a.influence[&i];
+            let bb = s.breadth();
+            let mp = &mut p.messages[i];
+            mp.dimensions = Some(*s);
+            mp.breadth = Some(bb);
+            mp.influence = Some(inf);
+            let (r, why) = if mp.kind == MessageKind::ToolError {
+                (1, "error → type + one line".to_owned())
+            } else if inf > a.median && bb >= 3 {
+                (3, format!("I={inf:.2} > median {:.2} and B={bb} ≥ 3", a.median))
+            } else if chains[i].is_some() || (inf > 0.0 && inf >= a.median / 2.0) {
+                let what = if chains[i].is_some() { "chain member" } else { "moderate influence" };
+                (2, format!("{what}, I={inf:.2}, B={bb}"))
+            } else {
+                (1, format!("low influence I={inf:.2}, B={bb}"))
+            };
+            rank.insert(i, r);
+            mp.reason = why;
+        }
+
+        // 2. One tier per unit (chains never split): the highest member's,
+        //    but a chain whose results all failed is heavy.
+        let mut unit_rank: BTreeMap<usize, u8> = BTreeMap::new();
+        let mut unit_why: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+        for (&u, members) in &a.units {
+            let tools: Vec<usize> = members
+                .iter()
+                .copied()
+                .filter(|&i| matches!(p.messages[i].kind, MessageKind::ToolResult | MessageKind::ToolError))
+                .collect();
+            let all_failed = !tools.is_empty() && tools.iter().all(|&i| p.messages[i].kind == MessageKind::ToolError);
+            let r = if all_failed { 1 } else { members.iter().map(|i| rank[i]).max().unwrap_or(1) };
+            unit_rank.insert(u, r);
+            if members.len() > 1 {
+                unit_why.entry(u).or_default().push(if all_failed {
+                    "chain of failed calls → heavy".to_owned()
+                } else {
+                    format!("chain c{u} → {}", tier_from_rank(r).label())
+                });
+            }
+        }
+        let unit_max_inf = |u: usize| -> f64 {
+            a.units[&u].iter().map(|i| a.influence[i]).fold(0.0, f64::max)
+        };
+        let unit_text = |u: usize| -> String {
+            a.units[&u].iter().map(|&i| messages[i].analysis_text()).collect::<Vec<_>>().join("\n")
+        };
+        let has_kind = |u: usize, k: MessageKind| a.units[&u].iter().any(|&i| p.messages[i].kind == k);
+        let raise = |ur: &mut BTreeMap<usize, u8>, why: &mut BTreeMap<usize, Vec<String>>, u: usize, r: u8, text: String| {
+            if let Some(cur) = ur.get_mut(&u)
+                && *cur < r
+            {
+                *cur = r;
+                why.entry(u).or_default().push(text);
+            }
+        };
+
+        // 3. Class rules.
+        match class {
+            ProblemClass::Lookup => {
+                let best = a
+                    .units
+                    .keys()
+                    .copied()
+                    .filter(|&u| has_kind(u, MessageKind::ToolResult))
+                    .max_by(|x, y| unit_max_inf(*x).total_cmp(&unit_max_inf(*y)).then(x.cmp(y)));
+                for (&u, r) in unit_rank.iter_mut() {
+                    if Some(u) == best {
+                        if *r < 3 {
+                            unit_why.entry(u).or_default().push("lookup: best tool result → verbatim".to_owned());
+                        }
+                        *r = 3;
+                    } else if *r == 2 {
+                        *r = 1;
+                        unit_why.entry(u).or_default().push("lookup: the rest compressed hard".to_owned());
+                    }
+                }
+            }
+            ProblemClass::MultiHop => {
+                let sources: std::collections::BTreeSet<usize> = a.hops.iter().map(|h| h.0).collect();
+                for &(from, to) in &a.hops {
+                    for u in [from, to] {
+                        raise(&mut unit_rank, &mut unit_why, u, 2, "multi-hop: link of the chain".to_owned());
+                    }
+                    if !sources.contains(&to) {
+                        raise(&mut unit_rank, &mut unit_why, to, 3, "multi-hop: last hop → verbatim".to_owned());
+                    }
+                }
+            }
+            ProblemClass::Exploratory => {
+                for (&u, r) in unit_rank.iter_mut() {
+                    if has_kind(u, MessageKind::ToolResult) {
+                        if *r < 3 {
+                            unit_why.entry(u).or_default().push("exploratory: success in full".to_owned());
+                        }
+                        *r = 3;
+                    } else if has_kind(u, MessageKind::ToolError) {
+                        *r = 1;
+                        unit_why.entry(u).or_default().push("exploratory: failure, one line".to_owned());
+                    }
+                }
+            }
+            ProblemClass::Aggregation => {
+                let keys: Vec<usize> = a.units.keys().copied().collect();
+                for u in keys {
+                    let text = unit_text(u);
+                    let data = a.units[&u].iter().any(|i| a.scores[i].carries(Dimension::Data));
+                    if data && taxonomy::has_aggregate_words(&text) {
+                        raise(&mut unit_rank, &mut unit_why, u, 3, "aggregation: states a total → verbatim".to_owned());
+                    } else if data {
+                        raise(&mut unit_rank, &mut unit_why, u, 2, "aggregation: data point, folded into totals".to_owned());
+                    }
+                }
+                p.instructions.push("Fold individual data points into counts and totals; keep every total, count and sum exactly.".to_owned());
+            }
+            ProblemClass::Contradiction => {
+                let keys: Vec<usize> = a.units.keys().copied().collect();
+                for u in keys {
+                    if has_kind(u, MessageKind::ToolResult) || taxonomy::has_conflict_words(&unit_text(u)) {
+                        raise(&mut unit_rank, &mut unit_why, u, 2, "contradiction: a side of a conflict is never compressed hard".to_owned());
+                    }
+                }
+                p.instructions.push("Where sources disagree, keep both versions and say which source said what.".to_owned());
+            }
+            ProblemClass::Temporal => {
+                let keys: Vec<usize> = a.units.keys().copied().collect();
+                for u in keys {
+                    if a.units[&u].iter().any(|i| a.scores[i].carries(Dimension::Temporal)) {
+                        raise(&mut unit_rank, &mut unit_why, u, 2, "temporal: carries a date, time or order".to_owned());
+                    }
+                }
+                p.instructions.push("Keep the chronological order of events and every date and time exactly.".to_owned());
+            }
+        }
+
+        // 4. Saturation: 3+ messages with the same kind of information fold.
+        let mut groups: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
+        for &i in a.scores.keys() {
+            let m = &messages[i];
+            let key = match m.kind() {
+                MessageKind::ToolError => ("error".to_owned(), format!("{} {}", m.name.as_deref().unwrap_or("tool"), error_type(&m.content))),
+                MessageKind::ToolResult => ("result".to_owned(), format!("{} {}", m.name.as_deref().unwrap_or("tool"), shape_key(&m.content))),
+                _ => continue,
+            };
+            groups.entry(key).or_default().push(i);
+        }
+        for ((what, key), members) in groups {
+            if members.len() < cfg.saturation {
+                continue;
+            }
+            let label = if what == "error" {
+                let (tool, ty) = key.split_once(' ').unwrap_or((key.as_str(), ""));
+                format!("{} errors of {tool}, type: {ty}", members.len())
+            } else {
+                format!("{} near-identical results of {}", members.len(), key.split(' ').next().unwrap_or("tool"))
+            };
+            let ids: Vec<String> = members.iter().map(|&i| messages[i].id.0.clone()).collect();
+            p.instructions.push(format!("Fold {} ({label}) into one line.", ids.join(", ")));
+            if class != ProblemClass::Contradiction {
+                // The newest member keeps its tier: newer information supersedes.
+                for &i in &members[..members.len() - 1] {
+                    let u = chains[i].unwrap_or(i);
+                    if let Some(r) = unit_rank.get_mut(&u) {
+                        *r = 1;
+                        unit_why.entry(u).or_default().push(format!("saturated: {label}"));
+                    }
+                }
+            }
+            p.folds.push(FoldGroup { label, members });
+        }
+
+        // 5. Write tiers, then restore the budget by demoting verbatim units.
+        let apply_units = |p: &mut CompactionPlan, unit_rank: &BTreeMap<usize, u8>, unit_why: &BTreeMap<usize, Vec<String>>| {
+            for (&u, members) in &a.units {
+                for &i in members {
+                    p.messages[i].tier = tier_from_rank(unit_rank[&u]);
+                    if let Some(w) = unit_why.get(&u) {
+                        let base = p.messages[i].reason.split(" | ").next().unwrap_or("").to_owned();
+                        p.messages[i].reason = format!("{base} | {}", w.join("; "));
+                    }
+                }
+            }
+        };
+        apply_units(&mut p, &unit_rank, &unit_why);
+        p.estimated_tokens_after = estimate_after(&p, messages, counter);
+        while p.estimated_tokens_after > budget.threshold() {
+            let victim = unit_rank
+                .iter()
+                .filter(|(_, r)| **r == 3)
+                .map(|(u, _)| *u)
+                .min_by(|x, y| unit_max_inf(*x).total_cmp(&unit_max_inf(*y)).then(y.cmp(x)));
+            let Some(u) = victim else { break };
+            unit_rank.insert(u, 2);
+            unit_why.entry(u).or_default().push("budget: demoted to light".to_owned());
+            p.notes.push(format!("budget: verbatim unit c{u} demoted to light to fit the threshold"));
+            apply_units(&mut p, &unit_rank, &unit_why);
+            p.estimated_tokens_after = estimate_after(&p, messages, counter);
+        }
+        p.median_influence = Some(a.median);
+        p.class = Some(a.class);
+        Ok(p)
+    }
+}
+
+/// A coarse shape of a tool result for saturation: the first 60 characters,
+/// lower-cased, digits replaced by `#`.
+fn shape_key(content: &str) -> String {
+    content
+        .chars()
+        .take(60)
+        .map(|c| if c.is_ascii_digit() { '#' } else { c.to_ascii_lowercase() })
+        .collect()
+}
+
+/// v2.1: the withholding test `Δ(m) = Perf(ctx) − Perf(ctx \ m)` per unit:
+/// high Δ verbatim, low Δ summarised, Δ ≈ 0 dropped. With
+/// [`Ranking::Phi`] the v2 influence takes Δ's place (the ablation arm).
+pub struct V21<'a> {
+    /// Settings.
+    pub config: PlanConfig,
+    evaluator: Option<&'a mut dyn ProbeEvaluator>,
+}
+
+impl<'a> V21<'a> {
+    /// v2.1 ranking by Δ through `evaluator`.
+    pub fn new(config: PlanConfig, evaluator: &'a mut dyn ProbeEvaluator) -> Self {
+        V21 { config, evaluator: Some(evaluator) }
+    }
+
+    /// v2.1 with the Φ ranking (no evaluator).
+    pub fn phi(mut config: PlanConfig) -> Self {
+        config.ranking = Ranking::Phi;
+        V21 { config, evaluator: None }
+    }
+}
+
+impl Strategy for V21<'_> {
+    fn kind(&self) -> StrategyKind {
+        StrategyKind::V21
+    }
+
+    fn plan(&mut self, messages: &[Message], budget: &Budget, counter: &dyn TokenCounter) -> Result<CompactionPlan, ForgettingError> {
+        let cfg = self.config.clone();
+        let b = base(StrategyKind::V21, messages, budget, counter, &cfg)?;
+        let a = analyse(messages, &b.zones, &b.chains, &cfg);
+        let mut p = finish(StrategyKind::V21, b, messages, budget, counter, &cfg);
+        for (&i, s) in &a.scores {
+            p.messages[i].dimensions = Some(*s);
+            p.messages[i].breadth = Some(s.breadth());
+            p.messages[i].influence = Some(a.influence[&i]);
+        }
+        let mut score: BTreeMap<usize, f64> = BTreeMap::new();
+        let ranking_name;
+        match (cfg.ranking, self.evaluator.as_deref_mut()) {
+            (Ranking::Withholding, Some(e)) => {
+                ranking_name = "Δ";
+                p.notes.push(format!("Δ by {}", e.describe()));
+                if !a.units.is_empty() {
+                    let full = e.perf(messages)?;
+                    for (&u, members) in &a.units {
+                        let without: Vec<Message> = messages
+                            .iter()
+                            .enumerate()
+                            .filter(|(i, _)| !members.contains(i))
+                            .map(|(_, m)| m.clone())
+                            .collect();
+                        let d = full - e.perf(&without)?;
+                        score.insert(u, d);
+                        for &i in members {
+                            p.messages[i].delta = Some(d);
+                        }
+                    }
+                }
+            }
+            (Ranking::Withholding, None) => {
+                return Err(ForgettingError::InvalidSetting {
+                    name: "evaluator",
+                    reason: "v2.1 ranks by Δ, which needs a probe evaluator (a model, or an offline proxy)".to_owned(),
+                });
+            }
+            (Ranking::Phi, _) => {
+                ranking_name = "Φ-influence";
+                p.notes.push("ranking by Φ-weighted influence (ablation arm of v2.1)".to_owned());
+                for (&u, members) in &a.units {
+                    score.insert(u, members.iter().map(|i| a.influence[i]).fold(0.0, f64::max));
+                }
+            }
+        }
+        let max = score.values().copied().fold(0.0, f64::max);
+        let mut unit_tier: BTreeMap<usize, Tier> = BTreeMap::new();
+        for (&u, &s) in &score {
+            let t = if s <= cfg.drop_epsilon {
+                Tier::Drop
+            } else if s >= cfg.verbatim_fraction * max {
+                Tier::Verbatim
+            } else {
+                Tier::Light
+            };
+            unit_tier.insert(u, t);
+        }
+        if max <= cfg.drop_epsilon && !score.is_empty() {
+            p.notes.push(format!("every {ranking_name} is ≈ 0: the whole compressible zone is dropped"));
+        }
+        let write = |p: &mut CompactionPlan, unit_tier: &BTreeMap<usize, Tier>, extra: &BTreeMap<usize, String>| {
+            for (&u, members) in &a.units {
+                let t = unit_tier[&u];
+                for &i in members {
+                    p.messages[i].tier = t;
+                    let s = score[&u];
+                    let mut r = match t {
+                        Tier::Drop => format!("{ranking_name}={s:.3} ≈ 0 → drop"),
+                        Tier::Verbatim => format!("{ranking_name}={s:.3} ≥ {:.2}·max {max:.3} → verbatim", cfg.verbatim_fraction),
+                        _ => format!("{ranking_name}={s:.3} low → summarised"),
+                    };
+                    if members.len() > 1 {
+                        r.push_str(&format!(" (chain c{u} as one unit)"));
+                    }
+                    if let Some(x) = extra.get(&u) {
+                        r.push_str(" | ");
+                        r.push_str(x);
+                    }
+                    p.messages[i].reason = r;
+                }
+            }
+        };
+        let mut extra: BTreeMap<usize, String> = BTreeMap::new();
+        write(&mut p, &unit_tier, &extra);
+        p.estimated_tokens_after = estimate_after(&p, messages, counter);
+        while p.estimated_tokens_after > budget.threshold() {
+            let victim = unit_tier
+                .iter()
+                .filter(|(_, t)| **t == Tier::Verbatim)
+                .map(|(u, _)| *u)
+                .min_by(|x, y| score[x].total_cmp(&score[y]).then(y.cmp(x)));
+            let Some(u) = victim else { break };
+            unit_tier.insert(u, Tier::Light);
+            extra.insert(u, "budget: demoted to light".to_owned());
+            p.notes.push(format!("budget: verbatim unit c{u} demoted to light to fit the threshold"));
+            write(&mut p, &unit_tier, &extra);
+            p.estimated_tokens_after = estimate_after(&p, messages, counter);
+        }
+        p.median_influence = Some(a.median);
+        p.class = Some(a.class);
+        Ok(p)
+    }
+}

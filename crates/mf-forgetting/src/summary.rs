@@ -1,0 +1,259 @@
+//! The summariser is injected; this module builds its request (METHOD.md §2),
+//! judges its answer, and provides the 500-character fallback.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ForgettingError;
+use crate::message::{Message, MessageKind};
+
+/// Sampling settings of the summary pass.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SamplingParams {
+    /// Temperature (0.2).
+    pub temperature: f32,
+    /// Nucleus sampling (0.9).
+    pub top_p: f32,
+    /// Most output tokens (256).
+    pub max_tokens: u32,
+}
+
+impl Default for SamplingParams {
+    fn default() -> Self {
+        SamplingParams { temperature: 0.2, top_p: 0.9, max_tokens: 256 }
+    }
+}
+
+/// What the summariser is asked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SummaryRequest {
+    /// System prompt.
+    pub system: String,
+    /// User text: the question, the shrunk log, fold and class instructions.
+    pub user: String,
+    /// Sampling settings.
+    pub params: SamplingParams,
+}
+
+/// Runs the summary pass (the agent: the same model, a dedicated generation).
+pub trait Summarizer {
+    /// Summarises; an `Err` makes the compaction use the fallback.
+    ///
+    /// # Errors
+    /// Any failure of the pass (model error, timeout); never fatal here.
+    fn summarize(&mut self, request: &SummaryRequest) -> Result<String, ForgettingError>;
+}
+
+/// A summariser that always fails: planning without a model, and the
+/// fallback path's tests.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoSummarizer;
+
+impl Summarizer for NoSummarizer {
+    fn summarize(&mut self, _request: &SummaryRequest) -> Result<String, ForgettingError> {
+        Err(ForgettingError::Summarizer("no summariser configured".to_owned()))
+    }
+}
+
+/// The system prompt of the summary pass (METHOD.md §2).
+pub const SUMMARY_SYSTEM_PROMPT: &str = "You compress the log of an investigation so that it can continue in less space. \
+Answer with bullet points only, each line starting with \"- \". No preamble, no closing remark, no tool calls, no thinking. \
+Keep every number, datum and fact: names, identifiers, paths, commands, dates, times, amounts, versions and error types, written exactly as in the log. \
+Drop failed tool calls: at most one line saying what failed and why. Never invent anything that is not in the log.";
+
+/// Builds the request.
+pub fn build_request(question: &str, log: &str, instructions: &[String], params: SamplingParams) -> SummaryRequest {
+    let mut user = String::new();
+    user.push_str("Original question: ");
+    user.push_str(question.trim());
+    user.push_str("\n\nLog to summarise:\n");
+    user.push_str(log);
+    if !instructions.is_empty() {
+        user.push_str("\n\nAlso:\n");
+        for i in instructions {
+            user.push_str("- ");
+            user.push_str(i);
+            user.push('\n');
+        }
+    }
+    user.push_str("\nWrite the bullet points now.");
+    SummaryRequest { system: SUMMARY_SYSTEM_PROMPT.to_owned(), user, params }
+}
+
+#[allow(clippy::expect_used)]
+fn re(pattern: &str) -> Regex {
+    // Constant patterns, all compiled by this module's tests.
+    Regex::new(pattern).expect("constant regex compiles")
+}
+
+static THINK_BLOCK: LazyLock<Regex> = LazyLock::new(|| re(r"(?s)<think>.*?</think>"));
+static ERROR_TYPE: LazyLock<Regex> =
+    LazyLock::new(|| re(r"\b[A-Z][A-Za-z0-9]*(?:Error|Exception|Fault)\b|\bE[A-Z]{4,}\b"));
+static HTTP_STATUS: LazyLock<Regex> = LazyLock::new(|| re(r"\b(?:HTTP|status)[ :=/]*(?:1\.[01] )?([45]\d\d)\b"));
+
+/// Cleans a model summary; `Err(reason)` when it is garbage and the
+/// fallback must be used.
+///
+/// Removes closed `<think>` blocks and anything after an unclosed one, then
+/// refuses: empty text, tool-call markup, fewer than 8 letters or digits, or
+/// a repetition loop (6+ lines, fewer than a third distinct).
+pub fn clean_summary(raw: &str) -> Result<String, String> {
+    let mut text = THINK_BLOCK.replace_all(raw, "").into_owned();
+    if let Some(p) = text.find("<think>") {
+        text.truncate(p);
+    }
+    let text = text.trim().to_owned();
+    if text.is_empty() {
+        return Err("empty summary".to_owned());
+    }
+    if text.contains("<tool_call>") || text.contains("\"tool_calls\"") || text.contains("<|") {
+        return Err("summary contains tool-call or template markup".to_owned());
+    }
+    if text.chars().filter(|c| c.is_alphanumeric()).count() < 8 {
+        return Err("summary too short to carry anything".to_owned());
+    }
+    let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let distinct: std::collections::BTreeSet<&str> = lines.iter().copied().collect();
+    if lines.len() >= 6 && distinct.len() * 3 < lines.len() {
+        return Err("summary repeats itself".to_owned());
+    }
+    Ok(text)
+}
+
+/// The first `n` characters (not bytes) of a text, with `…` when cut.
+pub fn cut_chars(text: &str, n: usize) -> String {
+    if text.chars().count() <= n {
+        return text.to_owned();
+    }
+    let mut s: String = text.chars().take(n).collect();
+    s.push('…');
+    s
+}
+
+/// The fallback: the log hard-truncated to `n` characters (500).
+pub fn fallback(log: &str, n: usize) -> String {
+    log.trim().chars().take(n).collect()
+}
+
+/// The type of a tool error in a few words: an `…Error` name, an errno, an
+/// HTTP status, "timeout", "not found", "permission denied", else its
+/// first line cut to 60 characters.
+pub fn error_type(content: &str) -> String {
+    if let Some(m) = ERROR_TYPE.find(content) {
+        return m.as_str().to_owned();
+    }
+    if let Some(c) = HTTP_STATUS.captures(content)
+        && let Some(code) = c.get(1)
+    {
+        return format!("HTTP {}", code.as_str());
+    }
+    let lower = content.to_lowercase();
+    for (needle, label) in [
+        ("timed out", "timeout"),
+        ("timeout", "timeout"),
+        ("not found", "not found"),
+        ("permission denied", "permission denied"),
+        ("forbidden", "forbidden"),
+        ("refused", "connection refused"),
+    ] {
+        if lower.contains(needle) {
+            return label.to_owned();
+        }
+    }
+    cut_chars(content.lines().next().unwrap_or("").trim(), 60)
+}
+
+/// A log line's label: `[m4 tool-result http_get]`.
+pub fn label(m: &Message) -> String {
+    let mut s = format!("[{} {}", m.id, m.kind().label());
+    if let Some(n) = &m.name {
+        s.push(' ');
+        s.push_str(n);
+    }
+    s.push(']');
+    s
+}
+
+/// How a message is shrunk before it goes to the summariser.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shrink {
+    /// Cut to this many characters (errors to one line regardless).
+    Chars(usize),
+    /// Type + one line.
+    Heavy,
+}
+
+/// One line (or short block) of the summariser's log for a message.
+pub fn shrink(m: &Message, how: Shrink) -> String {
+    let body = match (m.kind(), how) {
+        (MessageKind::ToolError, _) => format!("error: {}", error_type(&m.content)),
+        (MessageKind::ToolCall, _) => {
+            let calls: Vec<String> = m
+                .tool_calls
+                .iter()
+                .map(|c| format!("{} {}", c.name, crate::message::canonical_json(&c.arguments)))
+                .collect();
+            let text = if m.content.trim().is_empty() {
+                calls.join("; ")
+            } else {
+                format!("{} → {}", m.content.trim(), calls.join("; "))
+            };
+            match how {
+                Shrink::Chars(n) => cut_chars(&text, n),
+                Shrink::Heavy => cut_chars(&text, 160),
+            }
+        }
+        (_, Shrink::Chars(n)) => cut_chars(m.content.trim(), n),
+        (_, Shrink::Heavy) => cut_chars(m.content.trim().lines().next().unwrap_or(""), 120),
+    };
+    format!("{} {}", label(m), body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_follows_the_method() {
+        let r = build_request("Why?", "[m2 tool-result] x", &["fold m3".to_owned()], SamplingParams::default());
+        assert_eq!(r.params, SamplingParams { temperature: 0.2, top_p: 0.9, max_tokens: 256 });
+        assert!(r.system.contains("bullet points only"));
+        assert!(r.system.contains("Keep every number, datum and fact"));
+        assert!(r.system.contains("Drop failed tool calls"));
+        assert!(r.user.contains("Original question: Why?"));
+        assert!(r.user.contains("- fold m3"));
+    }
+
+    #[test]
+    fn garbage_summaries_are_refused() {
+        assert!(clean_summary("").is_err());
+        assert!(clean_summary("   \n ").is_err());
+        assert!(clean_summary("<think>long reasoning that never closed").is_err());
+        assert!(clean_summary("<tool_call>{\"name\":\"x\"}</tool_call>").is_err());
+        assert!(clean_summary("- ok").is_err());
+        assert!(clean_summary(&"- same line\n".repeat(10)).is_err());
+        assert_eq!(
+            clean_summary("<think>hm</think>\n- build 4817 broke checkout\n").as_deref(),
+            Ok("- build 4817 broke checkout")
+        );
+    }
+
+    #[test]
+    fn error_types_are_one_short_line() {
+        assert_eq!(error_type("Traceback...\nConnectionError: timed out after 30 s"), "ConnectionError");
+        assert_eq!(error_type("connect: ECONNREFUSED 10.0.0.1"), "ECONNREFUSED");
+        assert_eq!(error_type("upstream returned HTTP 503"), "HTTP 503");
+        assert_eq!(error_type("the request timed out"), "timeout");
+        assert_eq!(error_type("weird failure\nmore"), "weird failure");
+    }
+
+    #[test]
+    fn cutting_respects_characters() {
+        assert_eq!(cut_chars("héllo", 2), "hé…");
+        assert_eq!(cut_chars("abc", 3), "abc");
+        assert_eq!(fallback(&"x".repeat(600), 500).chars().count(), 500);
+    }
+}
