@@ -300,7 +300,7 @@ fn median(values: &mut [f64]) -> f64 {
     }
     values.sort_by(f64::total_cmp);
     let n = values.len();
-    if n % 2 == 1 { values[n / 2] } else { (values[n / 2 - 1] + values[n / 2]) / 2.0 }
+    if !n.is_multiple_of(2) { values[n / 2] } else { (values[n / 2 - 1] + values[n / 2]) / 2.0 }
 }
 
 fn analyse(messages: &[Message], zones: &Zones, chains: &[Option<usize>], config: &PlanConfig) -> Analysis {
