@@ -1,1 +1,32 @@
-//! Tools and their containment (under construction).
+//! The agent's tools and their containment. Knows nothing of models: every
+//! tool takes typed arguments (serde, so the agent can parse the model's
+//! JSON into them) and returns a typed result or a typed refusal
+//! ([`ToolError`], classified by [`ToolError::is_refusal`]). Limits are
+//! parameters with documented defaults.
+//!
+//! How the pieces fit: [`ToolSettings`] (from the user's settings) builds a
+//! [`ToolRegistry`], which opens the workspace roots ([`files::Workspace`]),
+//! probes the code sandbox ([`code::probe`]) and offers
+//! [`ToolRegistry::descriptors`] (name, description, JSON Schema) for the
+//! model. The agent asks [`ToolRegistry::requirement`] whether a call needs
+//! approval ([`policy::ApprovalPolicy`]: read-only tools auto, code and
+//! non-GET HTTP ask), gets the user's [`policy::Approval`] (bound to the
+//! call id and the sha256 of the canonical arguments; no answer = deny), and
+//! calls [`ToolRegistry::run`].
+//!
+//! - [`http`]: SSRF-guarded GET/POST (IP literals, guarded resolver, each redirect re-checked).
+//! - [`files`]: list/read/search through cap-std directory handles.
+//! - [`code`]: Python/sh in namespaces + Landlock + seccomp + rlimits (Linux).
+
+pub mod code;
+mod error;
+pub mod files;
+pub mod http;
+pub mod policy;
+mod registry;
+
+pub use error::ToolError;
+pub use registry::{
+    HTTP, LIST_FILES, READ_FILE, RUN_CODE, Requirement, SEARCH_FILES, ToolDescriptor, ToolOutput, ToolRegistry,
+    ToolSettings,
+};

@@ -1,0 +1,266 @@
+//! The tool list the agent hands to the model, and dispatch with the
+//! approval policy enforced.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::code::{self, CodeArgs, CodeConfig, CodeResult};
+use crate::files::{self, FileLimits, FilePage, ListArgs, Listing, ReadArgs, SearchArgs, SearchResult, Workspace};
+use crate::http::{self, HttpArgs, HttpMethod, HttpPolicy, HttpResponse};
+use crate::policy::{ApprovalPolicy, ApprovalRequest, Approval, Decision, Mode};
+use crate::ToolError;
+
+/// Settings of all tools (from the user's settings file or CLI flags).
+#[derive(Debug, Clone, Default)]
+pub struct ToolSettings {
+    /// Workspace roots for the file tools (none: file tools are not offered).
+    pub workspace: Vec<PathBuf>,
+    /// File limits.
+    pub file_limits: FileLimits,
+    /// Hosts and limits of `http`.
+    pub http: HttpPolicy,
+    /// Sandbox of `run_code` (`None`: not offered).
+    pub code: Option<CodeConfig>,
+    /// Approval modes.
+    pub policy: ApprovalPolicy,
+    /// Largest arguments JSON accepted. 0 means the default, 512 KiB.
+    pub max_args_bytes: usize,
+}
+
+/// What the model is told about one tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDescriptor {
+    /// Name the model calls.
+    pub name: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub parameters: serde_json::Value,
+    /// True when the tool has no side effects.
+    pub read_only: bool,
+}
+
+/// A tool's successful result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ToolOutput {
+    /// From `http`.
+    Http(HttpResponse),
+    /// From `list_files`.
+    Listing(Listing),
+    /// From `read_file`.
+    FilePage(FilePage),
+    /// From `search_files`.
+    Search(SearchResult),
+    /// From `run_code`.
+    Code(CodeResult),
+}
+
+impl ToolOutput {
+    /// A note for the model and the UI when the result was cut.
+    pub fn truncation_note(&self) -> Option<String> {
+        match self {
+            ToolOutput::Http(r) => r.truncated.then(|| format!("body cut at {} bytes", r.body_bytes)),
+            ToolOutput::Listing(l) => l.truncated.then(|| format!("listing cut at {} entries", l.entries.len())),
+            ToolOutput::FilePage(p) => p.next_offset.map(|n| format!("page of {} of {} bytes; continue with offset {n}", p.bytes, p.size)),
+            ToolOutput::Search(s) => s.truncated.then(|| format!("search stopped at {} matches / {} files", s.matches.len(), s.files_searched)),
+            ToolOutput::Code(c) => c.note.clone(),
+        }
+    }
+}
+
+/// Whether a call may run now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Requirement {
+    /// It runs without asking.
+    Auto,
+    /// Ask the user this; pass their [`Approval`] to [`ToolRegistry::run`].
+    Ask(ApprovalRequest),
+}
+
+/// Tool names.
+pub const HTTP: &str = "http";
+/// Tool names.
+pub const LIST_FILES: &str = "list_files";
+/// Tool names.
+pub const READ_FILE: &str = "read_file";
+/// Tool names.
+pub const SEARCH_FILES: &str = "search_files";
+/// Tool names.
+pub const RUN_CODE: &str = "run_code";
+
+enum Parsed {
+    Http(HttpArgs),
+    List(ListArgs),
+    Read(ReadArgs),
+    Search(SearchArgs),
+    Code(CodeArgs),
+}
+
+/// The tools, configured; build once per investigation.
+#[derive(Debug)]
+pub struct ToolRegistry {
+    workspace: Workspace,
+    http: HttpPolicy,
+    code: Option<CodeConfig>,
+    /// `Ok(mechanism)` when the sandbox probe passed, else why not.
+    code_status: Result<String, ToolError>,
+    policy: ApprovalPolicy,
+    max_args_bytes: usize,
+}
+
+impl ToolRegistry {
+    /// Open the workspace and probe the code sandbox.
+    ///
+    /// # Errors
+    /// [`ToolError::Io`] when a workspace folder cannot be opened. A failed
+    /// sandbox probe is not an error: `run_code` is then not offered and refuses.
+    pub async fn new(s: ToolSettings) -> Result<ToolRegistry, ToolError> {
+        let workspace = Workspace::open(&s.workspace, s.file_limits)?;
+        let code_status = match &s.code {
+            None => Err(ToolError::SandboxUnavailable("code execution is not enabled".into())),
+            Some(cfg) => code::probe(cfg).await.map(|r| r.mechanism),
+        };
+        if let Err(e) = &code_status {
+            tracing::warn!(error = %e, "run_code unavailable");
+        }
+        Ok(ToolRegistry {
+            workspace,
+            http: s.http,
+            code: s.code,
+            code_status,
+            policy: s.policy,
+            max_args_bytes: if s.max_args_bytes == 0 { 512 << 10 } else { s.max_args_bytes },
+        })
+    }
+
+    /// Why `run_code` is or is not available (the mechanism in words, or the refusal).
+    pub fn code_status(&self) -> &Result<String, ToolError> {
+        &self.code_status
+    }
+
+    /// The tools offered to the model (unavailable ones are left out).
+    pub fn descriptors(&self) -> Vec<ToolDescriptor> {
+        let d = |name: &str, description: &str, parameters: serde_json::Value, read_only| ToolDescriptor {
+            name: name.into(),
+            description: description.into(),
+            parameters,
+            read_only,
+        };
+        let root = json!({"type": "string", "description": "workspace root name (default: the first)"});
+        let mut v = vec![d(
+            HTTP,
+            "Make an HTTP GET or POST request to an API and return status and body.",
+            json!({"type": "object", "properties": {
+                "method": {"type": "string", "enum": ["GET", "POST"], "default": "GET"},
+                "url": {"type": "string", "description": "absolute http(s) URL"},
+                "headers": {"type": "object", "additionalProperties": {"type": "string"}},
+                "body": {"description": "request body: a string, or JSON"}
+            }, "required": ["url"], "additionalProperties": false}),
+            false,
+        )];
+        if !self.workspace.roots().is_empty() {
+            v.push(d(LIST_FILES, "List a folder of the workspace.",
+                json!({"type": "object", "properties": {"path": {"type": "string", "default": "."}, "root": root},
+                    "additionalProperties": false}), true));
+            v.push(d(READ_FILE, "Read a text file of the workspace, one page at a time (use next_offset to continue).",
+                json!({"type": "object", "properties": {"path": {"type": "string"},
+                    "offset": {"type": "integer", "minimum": 0, "default": 0},
+                    "max_bytes": {"type": "integer", "minimum": 1}, "root": root},
+                    "required": ["path"], "additionalProperties": false}), true));
+            v.push(d(SEARCH_FILES, "Search the workspace's text files for a string or regular expression.",
+                json!({"type": "object", "properties": {"pattern": {"type": "string"},
+                    "regex": {"type": "boolean", "default": false}, "ignore_case": {"type": "boolean", "default": false},
+                    "path": {"type": "string", "default": "."}, "root": root},
+                    "required": ["pattern"], "additionalProperties": false}), true));
+        }
+        if self.code_status.is_ok() {
+            v.push(d(RUN_CODE, "Run a short Python or sh program in an isolated sandbox (no network, no access to your files; /tmp is scratch). Returns exit code, stdout, stderr.",
+                json!({"type": "object", "properties": {"language": {"type": "string", "enum": ["python", "sh"]},
+                    "code": {"type": "string"}}, "required": ["language", "code"], "additionalProperties": false}), false));
+        }
+        v
+    }
+
+    fn parse(&self, name: &str, args_json: &str) -> Result<(Parsed, serde_json::Value), ToolError> {
+        if args_json.len() > self.max_args_bytes {
+            return Err(ToolError::ArgumentsTooLarge { len: args_json.len(), max: self.max_args_bytes });
+        }
+        let bad = |e: serde_json::Error| ToolError::InvalidArguments { tool: name.into(), message: e.to_string() };
+        let value: serde_json::Value = serde_json::from_str(if args_json.trim().is_empty() { "{}" } else { args_json }).map_err(bad)?;
+        let p = match name {
+            HTTP => Parsed::Http(serde_json::from_value(value.clone()).map_err(bad)?),
+            LIST_FILES => Parsed::List(serde_json::from_value(value.clone()).map_err(bad)?),
+            READ_FILE => Parsed::Read(serde_json::from_value(value.clone()).map_err(bad)?),
+            SEARCH_FILES => Parsed::Search(serde_json::from_value(value.clone()).map_err(bad)?),
+            RUN_CODE => Parsed::Code(serde_json::from_value(value.clone()).map_err(bad)?),
+            other => return Err(ToolError::UnknownTool(other.to_string())),
+        };
+        Ok((p, value))
+    }
+
+    fn mode(&self, p: &Parsed) -> Mode {
+        match p {
+            Parsed::Http(a) if a.method == HttpMethod::Get => self.policy.http_get,
+            Parsed::Http(_) => self.policy.http_write,
+            Parsed::List(_) | Parsed::Read(_) | Parsed::Search(_) => self.policy.files,
+            Parsed::Code(_) => self.policy.code,
+        }
+    }
+
+    /// Does this call need the user's approval? Parses and validates the arguments.
+    ///
+    /// # Errors
+    /// Invalid arguments, unknown tool, or [`ToolError::DeniedByPolicy`].
+    pub fn requirement(&self, call_id: &str, name: &str, args_json: &str) -> Result<Requirement, ToolError> {
+        let (p, value) = self.parse(name, args_json)?;
+        match self.mode(&p) {
+            Mode::Auto => Ok(Requirement::Auto),
+            Mode::Deny => Err(ToolError::DeniedByPolicy(name.into())),
+            Mode::Ask => Ok(Requirement::Ask(ApprovalRequest::new(call_id, name, &value))),
+        }
+    }
+
+    /// Run one call. Calls whose mode is `ask` run only with an [`Approval`]
+    /// for this call id and these exact arguments; `None` means deny.
+    ///
+    /// # Errors
+    /// Any [`ToolError`]; see [`ToolError::is_refusal`].
+    pub async fn run(&self, call_id: &str, name: &str, args_json: &str, approval: Option<&Approval>) -> Result<ToolOutput, ToolError> {
+        let (p, value) = self.parse(name, args_json)?;
+        match self.mode(&p) {
+            Mode::Auto => {}
+            Mode::Deny => return Err(ToolError::DeniedByPolicy(name.into())),
+            Mode::Ask => {
+                let req = ApprovalRequest::new(call_id, name, &value);
+                match approval {
+                    None => return Err(ToolError::ApprovalRequired { tool: name.into(), call_id: call_id.into() }),
+                    Some(a) if a.call_id != req.call_id || a.args_sha256 != req.args_sha256 => {
+                        return Err(ToolError::ApprovalMismatch(call_id.into()));
+                    }
+                    Some(a) => match a.decision {
+                        Decision::Approved => {}
+                        Decision::Denied => return Err(ToolError::ApprovalDenied(call_id.into())),
+                    },
+                }
+            }
+        }
+        match p {
+            Parsed::Http(a) => http::run(&a, &self.http).await.map(ToolOutput::Http),
+            Parsed::List(a) => files::list(&self.workspace, &a).map(ToolOutput::Listing),
+            Parsed::Read(a) => files::read(&self.workspace, &a).map(ToolOutput::FilePage),
+            Parsed::Search(a) => files::search(&self.workspace, &a).map(ToolOutput::Search),
+            Parsed::Code(a) => {
+                if let Err(e) = &self.code_status {
+                    return Err(e.clone());
+                }
+                let Some(cfg) = &self.code else {
+                    return Err(ToolError::SandboxUnavailable("code execution is not enabled".into()));
+                };
+                code::run(&a, cfg).await.map(ToolOutput::Code)
+            }
+        }
+    }
+}
