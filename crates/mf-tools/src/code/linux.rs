@@ -313,7 +313,7 @@ fn landlock(read_paths: &[PathBuf]) -> Result<&'static str, String> {
 
 // --- seccomp: a small hand-written BPF deny-list -----------------------------
 
-const BPF_LD_W_ABS: u16 = 0x00 | 0x00 | 0x20;
+const BPF_LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
 const BPF_JMP_JEQ_K: u16 = 0x05 | 0x10;
 #[cfg(target_arch = "x86_64")]
 const BPF_JMP_JGE_K: u16 = 0x05 | 0x30;
