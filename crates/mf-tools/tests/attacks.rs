@@ -1,4 +1,5 @@
 //! Containment attacks, for real: each asserts the refusal and that nothing leaked.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
