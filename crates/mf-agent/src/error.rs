@@ -1,0 +1,21 @@
+//! The crate's one error type.
+
+/// What can go wrong in the loop or the store. Messages are written for a user.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The model backend failed in a way the loop cannot recover from.
+    #[error("model: {0}")]
+    Inference(#[from] mf_inference::InferenceError),
+    /// The session store (SQLite) failed.
+    #[error("session store: {0}")]
+    Store(#[from] rusqlite::Error),
+    /// A stored row could not be decoded.
+    #[error("session store: bad stored JSON: {0}")]
+    StoredJson(#[from] serde_json::Error),
+    /// A setting is out of range.
+    #[error("invalid setting: {0}")]
+    InvalidSetting(String),
+    /// No investigation with this id.
+    #[error("no investigation with id {0}")]
+    NotFound(i64),
+}

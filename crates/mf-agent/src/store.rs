@@ -1,0 +1,229 @@
+//! The session store: investigations, messages and events in SQLite (WAL),
+//! each written as it happens so a `kill -9` loses nothing committed.
+
+use std::path::Path;
+
+use mf_inference::ChatMessage;
+use rusqlite::{Connection, params};
+use serde::{Deserialize, Serialize};
+
+use crate::error::AgentError;
+use crate::events::{AgentEvent, EventSink};
+
+/// One investigation as listed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InvestigationRow {
+    /// Its id.
+    pub id: i64,
+    /// The question.
+    pub question: String,
+    /// `running`, `finished`, `interrupted`, `failed`.
+    pub status: String,
+    /// The exit reason, when finished.
+    pub exit_reason: Option<String>,
+    /// Unix seconds.
+    pub created: i64,
+    /// Events stored.
+    pub events: i64,
+}
+
+/// The store.
+pub struct Store {
+    conn: Connection,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").finish_non_exhaustive()
+    }
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
+}
+
+impl Store {
+    /// Opens (creating) the store at `path`, in WAL mode.
+    ///
+    /// # Errors
+    /// SQLite errors (unwritable path, corrupt file).
+    pub fn open(path: &Path) -> Result<Self, AgentError> {
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let conn = Connection::open(path)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS investigations (
+                id INTEGER PRIMARY KEY AUTOINCREMENT, question TEXT NOT NULL, settings TEXT NOT NULL,
+                status TEXT NOT NULL, exit_reason TEXT, created INTEGER NOT NULL);
+             CREATE TABLE IF NOT EXISTS events (
+                investigation INTEGER NOT NULL, seq INTEGER NOT NULL, json TEXT NOT NULL,
+                PRIMARY KEY (investigation, seq));
+             CREATE TABLE IF NOT EXISTS messages (
+                investigation INTEGER NOT NULL, seq INTEGER NOT NULL, json TEXT NOT NULL,
+                PRIMARY KEY (investigation, seq));",
+        )?;
+        Ok(Self { conn })
+    }
+
+    /// Records a new running investigation; returns its id.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn create(&self, question: &str, settings: &serde_json::Value) -> Result<i64, AgentError> {
+        self.conn.execute(
+            "INSERT INTO investigations (question, settings, status, created) VALUES (?1, ?2, 'running', ?3)",
+            params![question, settings.to_string(), now()],
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Appends one event (committed before it returns).
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn append_event(&self, id: i64, event: &AgentEvent) -> Result<(), AgentError> {
+        let json = serde_json::to_string(event)?;
+        self.conn.execute(
+            "INSERT INTO events (investigation, seq, json) VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE investigation = ?1), ?2)",
+            params![id, json],
+        )?;
+        if let AgentEvent::Exit { reason, .. } = event {
+            self.conn.execute(
+                "UPDATE investigations SET status = 'finished', exit_reason = ?2 WHERE id = ?1",
+                params![id, reason.describe()],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Replaces the stored history of `id`.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn save_history(&mut self, id: i64, history: &[ChatMessage]) -> Result<(), AgentError> {
+        let tx = self.conn.transaction()?;
+        tx.execute("DELETE FROM messages WHERE investigation = ?1", params![id])?;
+        for (i, m) in history.iter().enumerate() {
+            tx.execute("INSERT INTO messages (investigation, seq, json) VALUES (?1, ?2, ?3)", params![id, i as i64, serde_json::to_string(m)?])?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The stored history.
+    ///
+    /// # Errors
+    /// SQLite or JSON errors.
+    pub fn history(&self, id: i64) -> Result<Vec<ChatMessage>, AgentError> {
+        let mut st = self.conn.prepare("SELECT json FROM messages WHERE investigation = ?1 ORDER BY seq")?;
+        let rows = st.query_map(params![id], |r| r.get::<_, String>(0))?;
+        let mut out = Vec::new();
+        for r in rows {
+            out.push(serde_json::from_str(&r?)?);
+        }
+        Ok(out)
+    }
+
+    /// Marks the end of an investigation that failed.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn mark_failed(&self, id: i64, why: &str) -> Result<(), AgentError> {
+        self.conn.execute("UPDATE investigations SET status = 'failed', exit_reason = ?2 WHERE id = ?1", params![id, why])?;
+        Ok(())
+    }
+
+    /// All investigations, newest first.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn list(&self) -> Result<Vec<InvestigationRow>, AgentError> {
+        let mut st = self.conn.prepare(
+            "SELECT i.id, i.question, i.status, i.exit_reason, i.created,
+                    (SELECT COUNT(*) FROM events e WHERE e.investigation = i.id)
+             FROM investigations i ORDER BY i.id DESC",
+        )?;
+        let rows = st.query_map([], |r| {
+            Ok(InvestigationRow { id: r.get(0)?, question: r.get(1)?, status: r.get(2)?, exit_reason: r.get(3)?, created: r.get(4)?, events: r.get(5)? })
+        })?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
+    /// One investigation.
+    ///
+    /// # Errors
+    /// [`AgentError::NotFound`], SQLite errors.
+    pub fn get(&self, id: i64) -> Result<InvestigationRow, AgentError> {
+        self.list()?.into_iter().find(|r| r.id == id).ok_or(AgentError::NotFound(id))
+    }
+
+    /// The events of `id`, in order.
+    ///
+    /// # Errors
+    /// SQLite or JSON errors.
+    pub fn events(&self, id: i64) -> Result<Vec<AgentEvent>, AgentError> {
+        let mut st = self.conn.prepare("SELECT json FROM events WHERE investigation = ?1 ORDER BY seq")?;
+        let rows = st.query_map(params![id], |r| r.get::<_, String>(0))?;
+        let mut out = Vec::new();
+        for r in rows {
+            out.push(serde_json::from_str(&r?)?);
+        }
+        Ok(out)
+    }
+
+    /// After a crash: every `running` investigation becomes `interrupted`, and
+    /// each tool call that has no result gets a `tool_interrupted` event (it is
+    /// never re-run silently). Returns the ids recovered.
+    ///
+    /// # Errors
+    /// SQLite or JSON errors.
+    pub fn recover(&self) -> Result<Vec<i64>, AgentError> {
+        let ids: Vec<i64> = {
+            let mut st = self.conn.prepare("SELECT id FROM investigations WHERE status = 'running'")?;
+            let rows = st.query_map([], |r| r.get(0))?;
+            rows.collect::<Result<Vec<_>, _>>()?
+        };
+        for &id in &ids {
+            let events = self.events(id)?;
+            let mut open: Vec<(String, String)> = Vec::new();
+            for e in &events {
+                match e {
+                    AgentEvent::ToolCall { call_id, name, .. } => open.push((call_id.clone(), name.clone())),
+                    AgentEvent::ToolResult { call_id, .. } => open.retain(|(c, _)| c != call_id),
+                    _ => {}
+                }
+            }
+            for (call_id, name) in open {
+                self.append_event(id, &AgentEvent::ToolInterrupted { call_id, name })?;
+            }
+            self.conn.execute("UPDATE investigations SET status = 'interrupted' WHERE id = ?1", params![id])?;
+        }
+        Ok(ids)
+    }
+}
+
+/// An [`EventSink`] that writes every event to the store and passes it on.
+pub struct StoreSink<'a> {
+    /// The store.
+    pub store: &'a Store,
+    /// The investigation.
+    pub id: i64,
+    /// Where events go next (printer, UI).
+    pub next: &'a mut dyn EventSink,
+    /// The first store error, if any (the loop is not stopped by it).
+    pub error: Option<AgentError>,
+}
+
+impl EventSink for StoreSink<'_> {
+    fn emit(&mut self, event: &AgentEvent) {
+        if let Err(e) = self.store.append_event(self.id, event)
+            && self.error.is_none()
+        {
+            self.error = Some(e);
+        }
+        self.next.emit(event);
+    }
+}
