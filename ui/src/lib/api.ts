@@ -1,0 +1,286 @@
+// The UI's only door to the backend: typed wrappers over Tauri `invoke` and
+// `Channel`. Components receive an `Api` as a prop, so tests hand them a mock
+// and drive them with event sequences; the app hands them `tauriApi`.
+//
+// Command names and argument shapes are the contract with src-tauri. The
+// shapes that come from the Rust crates (events, ledger rows, bench results)
+// are rendered as given: the UI never recomputes token counts, zones,
+// thresholds, means or brackets.
+
+import { Channel, invoke } from '@tauri-apps/api/core';
+import type { AgentEvent, InvestigationRow } from './events';
+
+/** A command error as the shell serialises it. */
+export interface CommandError {
+  code: string;
+  message: string;
+  details?: unknown;
+}
+
+/** An error thrown by every `Api` method when a command fails. */
+export class ApiError extends Error {
+  readonly code: string;
+  readonly details: unknown;
+  constructor(e: CommandError) {
+    super(e.message);
+    this.name = 'ApiError';
+    this.code = e.code;
+    this.details = e.details;
+  }
+
+  /** Per-field messages when the shell sent `details: { fields: { name: message } }`. */
+  fieldMessages(): Record<string, string> {
+    const d = this.details as { fields?: Record<string, unknown> } | null | undefined;
+    const out: Record<string, string> = {};
+    if (d && typeof d === 'object' && d.fields && typeof d.fields === 'object') {
+      for (const [k, v] of Object.entries(d.fields)) out[k] = String(v);
+    }
+    return out;
+  }
+}
+
+/** Turns whatever `invoke` rejected with into an `ApiError`. */
+export function toApiError(e: unknown): ApiError {
+  if (e instanceof ApiError) return e;
+  if (e && typeof e === 'object' && 'code' in e && 'message' in e) {
+    const c = e as CommandError;
+    return new ApiError({ code: String(c.code), message: String(c.message), details: c.details });
+  }
+  if (e instanceof Error) return new ApiError({ code: 'internal', message: e.message });
+  return new ApiError({ code: 'internal', message: String(e) });
+}
+
+// ---------------------------------------------------------------- settings
+
+export const STRATEGIES = ['none', 'baseline', 'masking', 'v1', 'v2', 'v2.1'] as const;
+export type StrategyName = (typeof STRATEGIES)[number];
+export type ApprovalMode = 'ask' | 'allow' | 'deny';
+
+/** Every setting of the app, persisted by the shell. */
+export interface Settings {
+  /** Path of the GGUF model file. */
+  model_path: string;
+  /** Context size `C`, tokens. */
+  context: number;
+  /** Generation reserve `G`, tokens. */
+  reserve: number;
+  /** Compaction trigger ratio of `C − G`. */
+  ratio: number;
+  /** Recent messages kept verbatim. */
+  recent: number;
+  strategy: StrategyName;
+  /** Exponent of `Φ(B) = B^γ`. */
+  gamma: number;
+  threads: number;
+  gpu: boolean;
+  thinking: boolean;
+  /** Per tool: ask before running, always allow, always deny. */
+  tool_approvals: Record<string, ApprovalMode>;
+  workspace_roots: string[];
+  allowed_hosts: string[];
+}
+
+/** A model file found in `models/` (or picked). */
+export interface ModelInfo {
+  name: string;
+  path: string;
+  size_bytes: number;
+}
+
+/** What the model download reports. */
+export type DownloadEvent =
+  | { type: 'progress'; received: number; total: number | null; resumed_from: number }
+  | { type: 'verifying' }
+  | { type: 'done'; path: string; sha256: string }
+  | { type: 'error'; message: string };
+
+// ---------------------------------------------------------------- ledger
+
+/** `C_d` for the six dimensions (mf-forgetting `Scores`). */
+export interface Scores {
+  data: number;
+  causal: number;
+  task_reference: number;
+  entity: number;
+  temporal: number;
+  structural: number;
+}
+
+export type Tier = 'keep' | 'verbatim' | 'light' | 'heavy' | 'summarise' | 'mask' | 'drop';
+
+/** One message of a compaction's plan (mf-forgetting `MessagePlan`). */
+export interface LedgerMessage {
+  id: string;
+  index: number;
+  kind: string;
+  zone: 'pinned' | 'compressible' | 'recent';
+  tokens: number;
+  dimensions?: Scores;
+  breadth?: number;
+  influence?: number;
+  delta?: number;
+  tier: Tier;
+  chain?: string;
+  reason: string;
+}
+
+/** Everything about one compaction (plan rows plus mf-forgetting's `CompactionReport` lists). */
+export interface Ledger {
+  round: number;
+  strategy: string;
+  class: string | null;
+  summary: string | null;
+  fallback: string | null;
+  messages: LedgerMessage[];
+  verbatim: string[];
+  summarised: string[];
+  masked: string[];
+  dropped: string[];
+  notes: string[];
+  /** Whether a snapshot from before this compaction exists to undo to. */
+  undoable: boolean;
+}
+
+// ---------------------------------------------------------------- benchmark
+
+export interface BenchOptions {
+  models: string[];
+  scenarios: { id: string; class: string }[];
+  conditions: string[];
+  scorers: string[];
+}
+
+export interface BenchRequest {
+  models: string[];
+  scenarios: string[];
+  conditions: string[];
+  scorers: string[];
+  reps: number;
+}
+
+/** A mean with its bracket, as the bench computed it. */
+export interface Bracketed {
+  mean: number;
+  low: number;
+  high: number;
+  n: number;
+}
+
+export interface BenchCell extends Bracketed {
+  /** The class or dimension name. */
+  group: string;
+  condition: string;
+}
+
+export interface JudgeControl extends Bracketed {
+  /** `identical`, `paraphrase`, `contradiction`. */
+  name: string;
+  /** The range the control must land in for the judge to count as calibrated. */
+  expected_low: number;
+  expected_high: number;
+  passed: boolean;
+}
+
+export interface BenchRow {
+  model: string;
+  scenario: string;
+  class: string;
+  condition: string;
+  scorer: string;
+  rep: number;
+  score: number;
+}
+
+export interface BenchSummary {
+  /** Top of the score scale, for drawing bars. */
+  max: number;
+  by_class: BenchCell[];
+  by_dimension: BenchCell[];
+  judge_controls: JudgeControl[];
+}
+
+export type BenchEvent =
+  | { type: 'started'; run_id: string; total: number }
+  | { type: 'progress'; done: number; total: number; current: string }
+  | { type: 'result'; row: BenchRow }
+  | { type: 'finished'; summary: BenchSummary }
+  | { type: 'cancelled' }
+  | { type: 'error'; message: string };
+
+// ---------------------------------------------------------------- the door
+
+export interface Api {
+  startInvestigation(question: string, onEvent: (e: AgentEvent) => void): Promise<number>;
+  stopInvestigation(id: number): Promise<void>;
+  approve(id: number, callId: string, argumentsHash: string, approved: boolean): Promise<void>;
+  listInvestigations(): Promise<InvestigationRow[]>;
+  investigationEvents(id: number): Promise<AgentEvent[]>;
+  resumeInvestigation(id: number, onEvent: (e: AgentEvent) => void): Promise<number>;
+  compactionLedger(id: number, round: number): Promise<Ledger>;
+  undoCompaction(id: number, round: number): Promise<void>;
+  getSettings(): Promise<Settings>;
+  saveSettings(settings: Settings): Promise<Settings>;
+  listModels(): Promise<ModelInfo[]>;
+  pickModelFile(): Promise<string | null>;
+  downloadRecommendedModel(onEvent: (e: DownloadEvent) => void): Promise<void>;
+  benchOptions(): Promise<BenchOptions>;
+  runBenchmark(request: BenchRequest, onEvent: (e: BenchEvent) => void): Promise<string>;
+  cancelBenchmark(runId: string): Promise<void>;
+  exportBenchmark(runId: string, format: 'json' | 'markdown'): Promise<string>;
+}
+
+async function call<T>(cmd: string, args?: Record<string, unknown>): Promise<T> {
+  try {
+    return await invoke<T>(cmd, args);
+  } catch (e) {
+    throw toApiError(e);
+  }
+}
+
+function channel<E>(onEvent: (e: E) => void): Channel<E> {
+  const ch = new Channel<E>();
+  ch.onmessage = onEvent;
+  return ch;
+}
+
+/** The real backend: commands registered by src-tauri. */
+export const tauriApi: Api = {
+  startInvestigation: (question, onEvent) => call('start_investigation', { question, onEvent: channel(onEvent) }),
+  stopInvestigation: (id) => call('stop_investigation', { id }),
+  approve: (id, callId, argumentsHash, approved) => call('approve_tool_call', { id, callId, argumentsHash, approved }),
+  listInvestigations: () => call('list_investigations'),
+  investigationEvents: (id) => call('investigation_events', { id }),
+  resumeInvestigation: (id, onEvent) => call('resume_investigation', { id, onEvent: channel(onEvent) }),
+  compactionLedger: (id, round) => call('compaction_ledger', { id, round }),
+  undoCompaction: (id, round) => call('undo_compaction', { id, round }),
+  getSettings: () => call('get_settings'),
+  saveSettings: (settings) => call('save_settings', { settings }),
+  listModels: () => call('list_models'),
+  pickModelFile: () => call('pick_model_file'),
+  downloadRecommendedModel: (onEvent) => call('download_recommended_model', { onEvent: channel(onEvent) }),
+  benchOptions: () => call('bench_options'),
+  runBenchmark: (request, onEvent) => call('run_benchmark', { request, onEvent: channel(onEvent) }),
+  cancelBenchmark: (runId) => call('cancel_benchmark', { runId }),
+  exportBenchmark: (runId, format) => call('export_benchmark', { runId, format }),
+};
+
+/** The command names `tauriApi` invokes, for the shell's sync test. */
+export const COMMANDS = [
+  'start_investigation',
+  'stop_investigation',
+  'approve_tool_call',
+  'list_investigations',
+  'investigation_events',
+  'resume_investigation',
+  'compaction_ledger',
+  'undo_compaction',
+  'get_settings',
+  'save_settings',
+  'list_models',
+  'pick_model_file',
+  'download_recommended_model',
+  'bench_options',
+  'run_benchmark',
+  'cancel_benchmark',
+  'export_benchmark',
+] as const;
