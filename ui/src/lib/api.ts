@@ -8,7 +8,7 @@
 // thresholds, means or brackets.
 
 import { Channel, invoke } from '@tauri-apps/api/core';
-import type { AgentEvent, InvestigationRow } from './events';
+import type { AgentEvent } from './events';
 
 /** A command error as the shell serialises it. */
 export interface CommandError {
@@ -94,51 +94,18 @@ export type DownloadEvent =
   | { type: 'done'; path: string; sha256: string }
   | { type: 'error'; message: string };
 
-// ---------------------------------------------------------------- ledger
+// ---------------------------------------------------------------- history
 
-/** `C_d` for the six dimensions (mf-forgetting `Scores`). */
-export interface Scores {
-  data: number;
-  causal: number;
-  task_reference: number;
-  entity: number;
-  temporal: number;
-  structural: number;
-}
-
-export type Tier = 'keep' | 'verbatim' | 'light' | 'heavy' | 'summarise' | 'mask' | 'drop';
-
-/** One message of a compaction's plan (mf-forgetting `MessagePlan`). */
-export interface LedgerMessage {
-  id: string;
-  index: number;
-  kind: string;
-  zone: 'pinned' | 'compressible' | 'recent';
-  tokens: number;
-  dimensions?: Scores;
-  breadth?: number;
-  influence?: number;
-  delta?: number;
-  tier: Tier;
-  chain?: string;
-  reason: string;
-}
-
-/** Everything about one compaction (plan rows plus mf-forgetting's `CompactionReport` lists). */
-export interface Ledger {
-  round: number;
-  strategy: string;
-  class: string | null;
-  summary: string | null;
-  fallback: string | null;
-  messages: LedgerMessage[];
-  verbatim: string[];
-  summarised: string[];
-  masked: string[];
-  dropped: string[];
-  notes: string[];
-  /** Whether a snapshot from before this compaction exists to undo to. */
-  undoable: boolean;
+/** One stored investigation (mf-agent `InvestigationRow`). */
+export interface InvestigationRow {
+  id: number;
+  question: string;
+  /** `running`, `finished`, `interrupted`, `failed`. */
+  status: string;
+  exit_reason: string | null;
+  /** Unix seconds. */
+  created: number;
+  events: number;
 }
 
 // ---------------------------------------------------------------- benchmark
@@ -216,7 +183,6 @@ export interface Api {
   listInvestigations(): Promise<InvestigationRow[]>;
   investigationEvents(id: number): Promise<AgentEvent[]>;
   resumeInvestigation(id: number, onEvent: (e: AgentEvent) => void): Promise<number>;
-  compactionLedger(id: number, round: number): Promise<Ledger>;
   undoCompaction(id: number, round: number): Promise<void>;
   getSettings(): Promise<Settings>;
   saveSettings(settings: Settings): Promise<Settings>;
@@ -251,7 +217,6 @@ export const tauriApi: Api = {
   listInvestigations: () => call('list_investigations'),
   investigationEvents: (id) => call('investigation_events', { id }),
   resumeInvestigation: (id, onEvent) => call('resume_investigation', { id, onEvent: channel(onEvent) }),
-  compactionLedger: (id, round) => call('compaction_ledger', { id, round }),
   undoCompaction: (id, round) => call('undo_compaction', { id, round }),
   getSettings: () => call('get_settings'),
   saveSettings: (settings) => call('save_settings', { settings }),
@@ -272,7 +237,6 @@ export const COMMANDS = [
   'list_investigations',
   'investigation_events',
   'resume_investigation',
-  'compaction_ledger',
   'undo_compaction',
   'get_settings',
   'save_settings',

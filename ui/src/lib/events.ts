@@ -1,16 +1,35 @@
 // The one import point of the event vocabulary for the UI.
 //
 // The vocabulary is defined in Rust (crates/mf-agent/src/events.rs) and its
-// TypeScript types are to be generated into ./generated/events.ts. Until that
-// file exists this module mirrors the Rust shapes as serde serialises them
-// (`#[serde(tag = "type", rename_all = "snake_case")]`). When the generated
-// file lands, replace everything below with
+// TypeScript types are generated into ./generated/events.ts by mf-agent's test
+// `typescript_types_are_current`. Until that file is committed this module
+// mirrors the Rust shapes as serde serialises them (in ts-rs's style). When
+// the generated file lands, replace the mirror below with
 //   export * from './generated/events';
 // and let svelte-check point at whatever no longer matches. Never keep a
 // hand-written copy beside a generated one.
 
-/** KV figures of one generation (mf-inference `KvStats`). */
-export interface KvStats {
+/** Tokens per zone against the budget, measured by the backend. */
+export type Gauge = {
+  pinned: number;
+  compressible: number;
+  recent: number;
+  /** `C − G − prompt_tokens` (0 when over). */
+  free: number;
+  /** The compaction threshold `⌊ratio · (C − G)⌋`. */
+  threshold: number;
+  /** Exact tokens of the whole rendered prompt. */
+  prompt_tokens: number;
+  /** Context size `C`. */
+  context: number;
+  /** Generation reserve `G`. */
+  reserve: number;
+  /** Messages in the history. */
+  messages: number;
+};
+
+/** KV figures of one generation. */
+export type KvFigures = {
   prompt_tokens: number;
   reused: number;
   decoded: number;
@@ -18,48 +37,76 @@ export interface KvStats {
   full_clear: boolean;
   prefill_ms: number;
   decode_ms: number;
-}
+};
 
-/** Tokens per zone against the budget, measured by the backend. */
-export interface Gauge {
-  pinned: number;
-  compressible: number;
-  recent: number;
-  /** `C − G − total` (0 when over). */
-  free: number;
-  /** The compaction threshold `ratio · (C − G)`. */
-  threshold: number;
-  /** Context size `C`. */
-  context: number;
-  /** Generation reserve `G`. */
-  reserve: number;
-}
+export type Purpose = 'round' | 'summary' | 'probe' | 'answer';
 
 /** Why the loop stopped. */
 export type ExitReason =
   | { kind: 'final_answer' }
-  | { kind: 'repeated_tool_call'; name: string }
-  | { kind: 'consecutive_failures'; count: number }
-  | { kind: 'context_exhausted'; tokens: number; threshold: number }
-  | { kind: 'compaction_loop' }
-  | { kind: 'safety_cap'; rounds: number };
+  | { kind: 'repeated_tool_call'; name: string; arguments: string }
+  | { kind: 'consecutive_errors'; count: number }
+  | { kind: 'context_exhausted'; tokens: number; threshold: number; messages: number }
+  | { kind: 'compaction_ineffective'; freed_fraction: number }
+  | { kind: 'compaction_loop'; compactions: number }
+  | { kind: 'safety_cap'; rounds: number }
+  | { kind: 'cancelled' };
 
-/** JSON value of tool arguments. */
-export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+/** One message of a compaction plan. */
+export type PlanRow = {
+  id: string;
+  kind: string;
+  zone: string;
+  tier: string;
+  tokens: number;
+  influence: number | null;
+  delta: number | null;
+  chain: string | null;
+  reason: string;
+};
+
+export type SummaryBy = 'none' | 'model' | 'fallback';
 
 /** One thing that happened. */
 export type AgentEvent =
-  | { type: 'started'; question: string; strategy: string; model: string; context: number; reserve: number; threshold: number }
+  | {
+      type: 'started';
+      question: string;
+      strategy: string;
+      model: string;
+      context: number;
+      reserve: number;
+      threshold: number;
+      tools: Array<string>;
+      resumed: boolean;
+    }
   | { type: 'round'; round: number }
   | { type: 'token'; text: string }
   | { type: 'thinking_token'; text: string }
-  | { type: 'tool_call'; call_id: string; name: string; arguments: JsonValue }
-  | { type: 'approval_requested'; call_id: string; name: string; arguments_hash: string }
+  | { type: 'tool_call'; call_id: string; name: string; arguments: unknown }
+  | { type: 'approval_requested'; call_id: string; name: string; arguments: string; args_sha256: string }
   | { type: 'approval_decided'; call_id: string; approved: boolean; by: string }
-  | { type: 'tool_result'; call_id: string; name: string; ok: boolean; content: string; truncated: string | null }
+  | {
+      type: 'tool_result';
+      call_id: string;
+      name: string;
+      ok: boolean;
+      error: string | null;
+      content: string;
+      truncated: string | null;
+    }
   | { type: 'tool_interrupted'; call_id: string; name: string }
-  | ({ type: 'gauge' } & Gauge)
-  | { type: 'compaction_started'; round: number; tokens_before: number; messages_before: number; compressible: number }
+  | { type: 'gauge'; gauge: Gauge }
+  | {
+      type: 'compaction_started';
+      round: number;
+      strategy: string;
+      tokens_before: number;
+      messages_before: number;
+      class: string | null;
+      rows: Array<PlanRow>;
+      plan: unknown;
+    }
   | {
       type: 'compaction_finished';
       round: number;
@@ -67,24 +114,22 @@ export type AgentEvent =
       tokens_after: number;
       messages_before: number;
       messages_after: number;
-      summarised_by_model: boolean;
+      summary_by: SummaryBy;
       fallback_reason: string | null;
-      summary: string;
+      summary: string | null;
       appended_to_live_cache: boolean;
+      verbatim: Array<string>;
+      summarised: Array<string>;
+      masked: Array<string>;
+      dropped: Array<string>;
+      notes: Array<string>;
+      report: unknown;
     }
-  | { type: 'kv'; round: number; stats: KvStats; completion_tokens: number }
-  | { type: 'exit'; reason: ExitReason; rounds: number }
+  | { type: 'compaction_failed'; round: number; message: string }
+  | { type: 'kv'; round: number; purpose: Purpose; stats: KvFigures; completion_tokens: number }
+  | { type: 'exit'; reason: ExitReason; rounds: number; compactions: number }
   | { type: 'final_answer'; text: string }
   | { type: 'error'; message: string };
 
-/** One stored investigation (mf-agent `InvestigationRow`). */
-export interface InvestigationRow {
-  id: number;
-  question: string;
-  /** `running`, `finished`, `interrupted`, `failed`. */
-  status: string;
-  exit_reason: string | null;
-  /** Unix seconds. */
-  created: number;
-  events: number;
-}
+/** The `type` tag of every event. */
+export type AgentEventType = AgentEvent['type'];

@@ -1,15 +1,21 @@
 // Folds the agent's events into what the investigation view shows. It only
 // files events where they belong: every number it holds came in an event.
 
-import type { AgentEvent, ExitReason, Gauge, JsonValue, KvStats } from './events';
+import type { AgentEvent, ExitReason, Gauge, KvFigures, PlanRow, Purpose } from './events';
 
 export interface ToolCallView {
   call_id: string;
   name: string;
-  arguments: JsonValue;
-  /** Set when the loop asked for a decision. */
-  approval: { arguments_hash: string; decided: { approved: boolean; by: string } | null } | null;
-  result: { ok: boolean; content: string; truncated: string | null } | null;
+  arguments: unknown;
+  /** Set when the loop asked for a decision (or a policy decided). */
+  approval: {
+    /** Canonical JSON of the arguments, as the user approves them. */
+    arguments: string;
+    /** The hash the decision is bound to. */
+    args_sha256: string;
+    decided: { approved: boolean; by: string } | null;
+  } | null;
+  result: { ok: boolean; error: string | null; content: string; truncated: string | null } | null;
   /** A call from a killed process that never got its result. */
   interrupted: boolean;
 }
@@ -28,16 +34,21 @@ export interface RoundView {
 }
 
 export interface KvEntry {
-  /** The round (0 for a summary pass). */
   round: number;
-  stats: KvStats;
+  purpose: Purpose;
+  stats: KvFigures;
   completion_tokens: number;
 }
 
+export type CompactionStarted = Extract<AgentEvent, { type: 'compaction_started' }>;
+export type CompactionFinished = Extract<AgentEvent, { type: 'compaction_finished' }>;
+
 export interface CompactionView {
   round: number;
-  started: { tokens_before: number; messages_before: number; compressible: number } | null;
-  finished: Extract<AgentEvent, { type: 'compaction_finished' }> | null;
+  started: CompactionStarted | null;
+  finished: CompactionFinished | null;
+  /** Set when the compaction could not restore the budget. */
+  failed: string | null;
 }
 
 export interface InvestigationState {
@@ -47,7 +58,7 @@ export interface InvestigationState {
   gauge: Gauge | null;
   kv: KvEntry[];
   compactions: CompactionView[];
-  exit: { reason: ExitReason; rounds: number } | null;
+  exit: { reason: ExitReason; rounds: number; compactions: number } | null;
   finalAnswer: string | null;
   /** How many events were folded in. */
   events: number;
@@ -87,8 +98,8 @@ export function findCall(s: InvestigationState, callId: string): ToolCallView | 
 
 function compactionFor(s: InvestigationState, round: number): CompactionView {
   const last = s.compactions[s.compactions.length - 1];
-  if (last && last.round === round && !last.finished) return last;
-  const c: CompactionView = { round, started: null, finished: null };
+  if (last && last.round === round && !last.finished && !last.failed) return last;
+  const c: CompactionView = { round, started: null, finished: null, failed: null };
   s.compactions.push(c);
   currentRound(s).items.push({ kind: 'compaction', round });
   return c;
@@ -118,21 +129,21 @@ export function applyEvent(s: InvestigationState, e: AgentEvent): void {
       break;
     case 'approval_requested': {
       const c = findCall(s, e.call_id);
-      if (c) c.approval = { arguments_hash: e.arguments_hash, decided: null };
+      if (c) c.approval = { arguments: e.arguments, args_sha256: e.args_sha256, decided: null };
       break;
     }
     case 'approval_decided': {
       const c = findCall(s, e.call_id);
       if (c) {
         // A policy decision arrives without a request: record it all the same.
-        if (!c.approval) c.approval = { arguments_hash: '', decided: null };
+        if (!c.approval) c.approval = { arguments: '', args_sha256: '', decided: null };
         c.approval.decided = { approved: e.approved, by: e.by };
       }
       break;
     }
     case 'tool_result': {
       const c = findCall(s, e.call_id);
-      const result = { ok: e.ok, content: e.content, truncated: e.truncated };
+      const result = { ok: e.ok, error: e.error, content: e.content, truncated: e.truncated };
       if (c) c.result = result;
       else
         currentRound(s).items.push({
@@ -151,26 +162,23 @@ export function applyEvent(s: InvestigationState, e: AgentEvent): void {
         });
       break;
     }
-    case 'gauge': {
-      const { type: _t, ...g } = e;
-      s.gauge = g;
+    case 'gauge':
+      s.gauge = e.gauge;
       break;
-    }
     case 'compaction_started':
-      compactionFor(s, e.round).started = {
-        tokens_before: e.tokens_before,
-        messages_before: e.messages_before,
-        compressible: e.compressible,
-      };
+      compactionFor(s, e.round).started = e;
       break;
     case 'compaction_finished':
       compactionFor(s, e.round).finished = e;
       break;
+    case 'compaction_failed':
+      compactionFor(s, e.round).failed = e.message;
+      break;
     case 'kv':
-      s.kv.push({ round: e.round, stats: e.stats, completion_tokens: e.completion_tokens });
+      s.kv.push({ round: e.round, purpose: e.purpose, stats: e.stats, completion_tokens: e.completion_tokens });
       break;
     case 'exit':
-      s.exit = { reason: e.reason, rounds: e.rounds };
+      s.exit = { reason: e.reason, rounds: e.rounds, compactions: e.compactions };
       break;
     case 'final_answer':
       s.finalAnswer = e.text;
@@ -196,16 +204,68 @@ export function describeExit(r: ExitReason): string {
     case 'final_answer':
       return 'final answer';
     case 'repeated_tool_call':
-      return `repeated tool call (${r.name})`;
-    case 'consecutive_failures':
-      return `${r.count} consecutive tool failures`;
+      return `repeated tool call ${r.name} ${r.arguments}`;
+    case 'consecutive_errors':
+      return `${r.count} consecutive tool errors`;
     case 'context_exhausted':
-      return `context exhausted (${r.tokens} tokens, threshold ${r.threshold})`;
+      return `context exhausted (${r.tokens} tokens over threshold ${r.threshold} with ${r.messages} messages)`;
+    case 'compaction_ineffective':
+      return `compaction freed only ${(r.freed_fraction * 100).toFixed(1)} %`;
     case 'compaction_loop':
-      return 'compaction freed no room (compaction-loop guard)';
+      return `${r.compactions} compactions without a new tool result`;
     case 'safety_cap':
       return `safety cap of ${r.rounds} rounds`;
+    case 'cancelled':
+      return 'cancelled';
   }
+}
+
+/** `C_d` of the six dimensions, as mf-forgetting's plan carries them. */
+export interface Scores {
+  data: number;
+  causal: number;
+  task_reference: number;
+  entity: number;
+  temporal: number;
+  structural: number;
+}
+
+export const DIMENSIONS: (keyof Scores)[] = ['data', 'causal', 'task_reference', 'entity', 'temporal', 'structural'];
+
+/**
+ * Reads a message's dimension scores out of the full plan a
+ * `compaction_started` event carries (v2, v2.1 only; `null` otherwise).
+ */
+export function dimensionsOf(plan: unknown, id: string): Scores | null {
+  if (!plan || typeof plan !== 'object') return null;
+  const msgs = (plan as { messages?: unknown }).messages;
+  if (!Array.isArray(msgs)) return null;
+  for (const m of msgs) {
+    if (m && typeof m === 'object' && (m as { id?: unknown }).id === id) {
+      const d = (m as { dimensions?: unknown }).dimensions;
+      if (!d || typeof d !== 'object') return null;
+      const out = {} as Scores;
+      for (const k of DIMENSIONS) {
+        const v = (d as Record<string, unknown>)[k];
+        if (typeof v !== 'number') return null;
+        out[k] = v;
+      }
+      return out;
+    }
+  }
+  return null;
+}
+
+export type Fate = 'verbatim' | 'summarised' | 'masked' | 'dropped' | 'kept';
+
+/** Where a message ended up, read off the finished event's id lists. */
+export function fateOf(f: CompactionFinished | null, row: PlanRow): Fate | null {
+  if (!f) return null;
+  if (f.verbatim.includes(row.id)) return 'verbatim';
+  if (f.summarised.includes(row.id)) return 'summarised';
+  if (f.masked.includes(row.id)) return 'masked';
+  if (f.dropped.includes(row.id)) return 'dropped';
+  return 'kept';
 }
 
 /** Formats a token count with thousands separators (display only). */

@@ -1,0 +1,123 @@
+import { describe, expect, it } from 'vitest';
+import { fireEvent, render, screen, within } from '@testing-library/svelte';
+import { flushSync } from 'svelte';
+import InvestigationView from '../src/lib/components/InvestigationView.svelte';
+import { Session } from '../src/lib/session.svelte';
+import { ApiError } from '../src/lib/api';
+import type { AgentEvent } from '../src/lib/events';
+import { compactionFinished, compactionStarted, gauge, investigationEvents, mockApi } from './fixtures';
+
+async function startWith(events: AgentEvent[]) {
+  const m = mockApi();
+  const session = new Session(m.api);
+  render(InvestigationView, { session });
+  await fireEvent.input(screen.getByRole('textbox', { name: 'Question' }), { target: { value: 'Which region has the most 5xx errors?' } });
+  await fireEvent.click(screen.getByRole('button', { name: 'Investigate' }));
+  const send = (e: AgentEvent) => {
+    m.sinks.agent?.(e);
+    flushSync();
+  };
+  for (const e of events) send(e);
+  return { ...m, session, send };
+}
+
+describe('InvestigationView', () => {
+  it('streams the answer with collapsible thinking and a tool card that asks for approval', async () => {
+    const { api, send } = await startWith(investigationEvents());
+    expect(api.startInvestigation).toHaveBeenCalledWith('Which region has the most 5xx errors?', expect.any(Function));
+    expect(screen.getByTestId('started').textContent).toContain('strategy v2');
+    const thinking = screen.getByTestId('thinking');
+    expect(thinking.textContent).toBe('I should fetch the stats.');
+    expect(thinking.closest('details')?.open).toBe(false);
+
+    const card = screen.getByTestId('tool-card');
+    expect(within(card).getByTestId('tool-args').textContent).toContain('http://127.0.0.1:8080/errors');
+    expect(within(card).getByTestId('approval-args').textContent).toBe('{"url":"http://127.0.0.1:8080/errors"}');
+    await fireEvent.click(within(card).getByRole('button', { name: 'Approve' }));
+    expect(api.approve).toHaveBeenCalledWith(7, 'call_1', 'ab12', true);
+
+    send({ type: 'approval_decided', call_id: 'call_1', approved: true, by: 'user' });
+    expect(within(card).queryByRole('button', { name: 'Approve' })).toBeNull();
+    expect(within(card).getByTestId('decision').textContent).toContain('Approved by user');
+
+    send({ type: 'tool_result', call_id: 'call_1', name: 'http_get', ok: true, error: null, content: 'eu-west: 412', truncated: 'result cut to 4000 characters' });
+    expect(within(card).getByTestId('tool-result').textContent).toBe('eu-west: 412');
+    expect(within(card).getByTestId('tool-result').closest('details')?.open).toBe(false);
+    expect(within(card).getByTestId('truncation').textContent).toBe('result cut to 4000 characters');
+
+    send({ type: 'round', round: 2 });
+    send({ type: 'token', text: 'eu-west, ' });
+    send({ type: 'token', text: 'with 412.' });
+    expect(screen.getAllByTestId('answer-text').at(-1)?.textContent).toBe('eu-west, with 412.');
+  });
+
+  it('denies a call and stops the investigation through the api', async () => {
+    const { api, send } = await startWith(investigationEvents());
+    await fireEvent.click(screen.getByRole('button', { name: 'Deny' }));
+    expect(api.approve).toHaveBeenCalledWith(7, 'call_1', 'ab12', false);
+    await fireEvent.click(screen.getByRole('button', { name: 'Stop' }));
+    expect(api.stopInvestigation).toHaveBeenCalledWith(7);
+    send({ type: 'exit', reason: { kind: 'cancelled' }, rounds: 1, compactions: 0 });
+    expect(screen.getByTestId('exit').textContent).toBe('Stopped after 1 rounds: cancelled.');
+    expect((screen.getByRole('button', { name: 'Stop' }) as HTMLButtonElement).disabled).toBe(true);
+  });
+
+  it('moves the gauge, shows a compaction in the timeline and opens its ledger with undo', async () => {
+    const { api, send } = await startWith([]);
+    send({ type: 'gauge', gauge: gauge({ compressible: 100, context: 4000 }) });
+    expect(screen.getByTestId('seg-compressible').style.width).toBe('2.5%');
+    send({ type: 'gauge', gauge: gauge({ compressible: 2000, context: 4000 }) });
+    expect(screen.getByTestId('seg-compressible').style.width).toBe('50%');
+
+    send({ type: 'round', round: 3 });
+    send(compactionStarted);
+    expect(screen.getByTestId('forecast').textContent).toContain('Compacting now');
+    send(compactionFinished);
+    const entry = screen.getByTestId('compaction');
+    expect(within(entry).getByTestId('compaction-tokens').textContent).toBe('2,990 → 1,402 tokens');
+    expect(entry.textContent).toContain('class aggregation');
+    expect(entry.textContent).toContain('model summary, appended to the live cache');
+
+    await fireEvent.click(within(entry).getByRole('button'));
+    const ledgerRows = screen.getAllByTestId('ledger-row');
+    expect(ledgerRows.map((r) => within(r).getByTestId('fate').textContent)).toEqual(['kept', 'verbatim', 'dropped', 'summarised']);
+    expect(within(ledgerRows[1]!).getByTestId('dim-task_reference').textContent).toBe('1.00');
+    expect(within(ledgerRows[0]!).getByTestId('dim-data').textContent).toBe('—');
+    expect(screen.getByTestId('ledger-class').textContent).toBe('aggregation');
+    expect(screen.getByTestId('ledger-summary').textContent).toBe('eu-west has 412 5xx errors; us-east 77.');
+
+    // Undo waits until the loop has stopped.
+    const undo = screen.getByRole('button', { name: 'Undo this compaction' }) as HTMLButtonElement;
+    expect(undo.disabled).toBe(true);
+    send({ type: 'exit', reason: { kind: 'final_answer' }, rounds: 3, compactions: 1 });
+    expect(undo.disabled).toBe(false);
+    await fireEvent.click(undo);
+    expect(api.undoCompaction).toHaveBeenCalledWith(7, 3);
+    expect(screen.getByRole('button', { name: 'Restored' })).toBeTruthy();
+  });
+
+  it('shows a command error from the backend', async () => {
+    const m = mockApi({
+      startInvestigation: async () => {
+        throw new ApiError({ code: 'model_not_found', message: 'no model at /models/x.gguf' });
+      },
+    });
+    render(InvestigationView, { session: new Session(m.api) });
+    await fireEvent.input(screen.getByRole('textbox', { name: 'Question' }), { target: { value: 'q' } });
+    await fireEvent.click(screen.getByRole('button', { name: 'Investigate' }));
+    expect((await screen.findByRole('alert')).textContent).toBe('no model at /models/x.gguf');
+    expect((screen.getByRole('button', { name: 'Investigate' }) as HTMLButtonElement).disabled).toBe(false);
+  });
+
+  it('reopens a stored investigation by replaying its events, without live controls', async () => {
+    const events: AgentEvent[] = [...investigationEvents(), { type: 'exit', reason: { kind: 'consecutive_errors', count: 3 }, rounds: 1, compactions: 0 }];
+    const m = mockApi({ investigationEvents: async () => events });
+    const session = new Session(m.api);
+    render(InvestigationView, { session });
+    await session.reopen(12);
+    flushSync();
+    expect(session.id).toBe(12);
+    expect(screen.getByTestId('exit').textContent).toContain('3 consecutive tool errors');
+    expect((screen.getByRole('button', { name: 'Approve' }) as HTMLButtonElement).disabled).toBe(true);
+  });
+});

@@ -1,0 +1,145 @@
+// Event sequences and a scriptable mock of the backend for component tests.
+import { vi } from 'vitest';
+import type { Api, BenchEvent, DownloadEvent, Settings } from '../src/lib/api';
+import type { AgentEvent, Gauge, PlanRow } from '../src/lib/events';
+
+export function gauge(over: Partial<Gauge> = {}): Gauge {
+  return { pinned: 300, compressible: 900, recent: 400, free: 2000, threshold: 2880, prompt_tokens: 1650, context: 4096, reserve: 512, messages: 9, ...over };
+}
+
+export const started: AgentEvent = {
+  type: 'started',
+  question: 'Which region has the most 5xx errors?',
+  strategy: 'v2',
+  model: 'SmolLM2-135M-Instruct',
+  context: 4096,
+  reserve: 512,
+  threshold: 2880,
+  tools: ['http_get', 'read_file'],
+  resumed: false,
+};
+
+export const rows: PlanRow[] = [
+  { id: 'm0', kind: 'system', zone: 'pinned', tier: 'keep', tokens: 210, influence: null, delta: null, chain: null, reason: 'pinned' },
+  { id: 'm3', kind: 'tool_result', zone: 'compressible', tier: 'verbatim', tokens: 640, influence: 2.75, delta: null, chain: 'c2', reason: 'above the median influence' },
+  { id: 'm4', kind: 'tool_error', zone: 'compressible', tier: 'drop', tokens: 120, influence: 0.1, delta: null, chain: null, reason: 'repeated error' },
+  { id: 'm5', kind: 'tool_result', zone: 'compressible', tier: 'light', tokens: 300, influence: 0.9, delta: null, chain: null, reason: 'below the median' },
+];
+
+export const plan = {
+  strategy: 'v2',
+  messages: [
+    { id: 'm0', tier: 'keep' },
+    { id: 'm3', tier: 'verbatim', dimensions: { data: 0.8, causal: 0.25, task_reference: 1, entity: 0.5, temporal: 0, structural: 0.125 } },
+    { id: 'm4', tier: 'drop', dimensions: { data: 0, causal: 0, task_reference: 0, entity: 0.1, temporal: 0, structural: 0 } },
+    { id: 'm5', tier: 'light' },
+  ],
+};
+
+export const compactionStarted: AgentEvent = {
+  type: 'compaction_started',
+  round: 3,
+  strategy: 'v2',
+  tokens_before: 2990,
+  messages_before: 11,
+  class: 'aggregation',
+  rows,
+  plan,
+};
+
+export const compactionFinished: AgentEvent = {
+  type: 'compaction_finished',
+  round: 3,
+  tokens_before: 2990,
+  tokens_after: 1402,
+  messages_before: 11,
+  messages_after: 6,
+  summary_by: 'model',
+  fallback_reason: null,
+  summary: 'eu-west has 412 5xx errors; us-east 77.',
+  appended_to_live_cache: true,
+  verbatim: ['m3'],
+  summarised: ['m5'],
+  masked: [],
+  dropped: ['m4'],
+  notes: ['budget repaired: one more message dropped'],
+  report: {},
+};
+
+/** A whole investigation: two rounds with a tool call that asks, a compaction, an answer. */
+export function investigationEvents(): AgentEvent[] {
+  return [
+    started,
+    { type: 'gauge', gauge: gauge({ pinned: 300, compressible: 0, recent: 50, free: 3234, prompt_tokens: 350, messages: 2 }) },
+    { type: 'round', round: 1 },
+    { type: 'thinking_token', text: 'I should ' },
+    { type: 'thinking_token', text: 'fetch the stats.' },
+    { type: 'tool_call', call_id: 'call_1', name: 'http_get', arguments: { url: 'http://127.0.0.1:8080/errors' } },
+    { type: 'approval_requested', call_id: 'call_1', name: 'http_get', arguments: '{"url":"http://127.0.0.1:8080/errors"}', args_sha256: 'ab12' },
+  ];
+}
+
+export function mockApi(over: Partial<Api> = {}) {
+  const sinks: {
+    agent: ((e: AgentEvent) => void) | null;
+    bench: ((e: BenchEvent) => void) | null;
+    download: ((e: DownloadEvent) => void) | null;
+  } = { agent: null, bench: null, download: null };
+  const settings: Settings = {
+    model_path: '/models/SmolLM2-135M-Instruct.Q4_1.gguf',
+    context: 4096,
+    reserve: 512,
+    ratio: 0.8,
+    recent: 4,
+    strategy: 'v1',
+    gamma: 1.5,
+    threads: 2,
+    gpu: false,
+    thinking: true,
+    tool_approvals: { http_get: 'ask', read_file: 'allow', run_code: 'deny' },
+    workspace_roots: ['/work/data'],
+    allowed_hosts: ['127.0.0.1:8080'],
+  };
+  const api = {
+    startInvestigation: vi.fn(async (_q: string, on: (e: AgentEvent) => void) => {
+      sinks.agent = on;
+      return 7;
+    }),
+    stopInvestigation: vi.fn(async () => {}),
+    approve: vi.fn(async () => {}),
+    listInvestigations: vi.fn(async () => []),
+    investigationEvents: vi.fn(async () => [] as AgentEvent[]),
+    resumeInvestigation: vi.fn(async (id: number, on: (e: AgentEvent) => void) => {
+      sinks.agent = on;
+      return id;
+    }),
+    undoCompaction: vi.fn(async () => {}),
+    getSettings: vi.fn(async () => structuredClone(settings)),
+    saveSettings: vi.fn(async (s: Settings) => s),
+    listModels: vi.fn(async () => [
+      { name: 'SmolLM2-135M-Instruct.Q4_1.gguf', path: '/models/SmolLM2-135M-Instruct.Q4_1.gguf', size_bytes: 98_000_000 },
+      { name: 'gemma-3-270m-q4_k_m.gguf', path: '/models/gemma-3-270m-q4_k_m.gguf', size_bytes: 253_000_000 },
+    ]),
+    pickModelFile: vi.fn(async () => null),
+    downloadRecommendedModel: vi.fn(async (on: (e: DownloadEvent) => void) => {
+      sinks.download = on;
+    }),
+    benchOptions: vi.fn(async () => ({
+      models: ['SmolLM2-135M-Instruct.Q4_1.gguf', 'gemma-3-270m-q4_k_m.gguf'],
+      scenarios: [
+        { id: 'lookup-short', class: 'lookup' },
+        { id: 'aggregation-long', class: 'aggregation' },
+      ],
+      conditions: ['baseline', 'v1'],
+      scorers: ['keyword', 'judge'],
+    })),
+    runBenchmark: vi.fn(async (_r: unknown, on: (e: BenchEvent) => void) => {
+      sinks.bench = on;
+      return 'run-1';
+    }),
+    cancelBenchmark: vi.fn(async () => {}),
+    exportBenchmark: vi.fn(async (_id: string, f: 'json' | 'markdown') => `/tmp/bench.${f === 'json' ? 'json' : 'md'}`),
+    ...over,
+  } satisfies Api;
+  return { api, sinks, settings };
+}

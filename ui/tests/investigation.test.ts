@@ -1,0 +1,99 @@
+import { describe, expect, it } from 'vitest';
+import { applyEvent, describeExit, dimensionsOf, emptyState, fateOf, findCall, pendingApprovals } from '../src/lib/investigation';
+import { compactionFinished, compactionStarted, investigationEvents, rows } from './fixtures';
+import type { CompactionFinished } from '../src/lib/investigation';
+
+function fold(events = investigationEvents()) {
+  const s = emptyState();
+  for (const e of events) applyEvent(s, e);
+  return s;
+}
+
+describe('applyEvent', () => {
+  it('joins streamed pieces of the same kind and starts a new item on a change of kind', () => {
+    const s = fold([
+      { type: 'round', round: 1 },
+      { type: 'thinking_token', text: 'a' },
+      { type: 'thinking_token', text: 'b' },
+      { type: 'token', text: 'X' },
+      { type: 'token', text: 'Y' },
+      { type: 'thinking_token', text: 'c' },
+    ]);
+    expect(s.rounds).toHaveLength(1);
+    expect(s.rounds[0]?.items).toEqual([
+      { kind: 'thinking', text: 'ab' },
+      { kind: 'text', text: 'XY' },
+      { kind: 'thinking', text: 'c' },
+    ]);
+  });
+
+  it('files approvals and results under their call, and lists calls waiting for a decision', () => {
+    const s = fold();
+    expect(pendingApprovals(s).map((c) => c.call_id)).toEqual(['call_1']);
+    applyEvent(s, { type: 'approval_decided', call_id: 'call_1', approved: true, by: 'user' });
+    expect(pendingApprovals(s)).toEqual([]);
+    applyEvent(s, { type: 'tool_result', call_id: 'call_1', name: 'http_get', ok: true, error: null, content: '{"eu":412}', truncated: 'cut at 4000 characters' });
+    const c = findCall(s, 'call_1');
+    expect(c?.approval).toEqual({ arguments: '{"url":"http://127.0.0.1:8080/errors"}', args_sha256: 'ab12', decided: { approved: true, by: 'user' } });
+    expect(c?.result).toEqual({ ok: true, error: null, content: '{"eu":412}', truncated: 'cut at 4000 characters' });
+  });
+
+  it('keeps a result or an interruption whose call it never saw (a resumed session)', () => {
+    const s = fold([
+      { type: 'tool_interrupted', call_id: 'old', name: 'run_code' },
+      { type: 'tool_result', call_id: '', name: '', ok: false, error: 'malformed_tool_call', content: 'bad json', truncated: null },
+    ]);
+    const items = s.rounds[0]?.items ?? [];
+    expect(items.map((i) => (i.kind === 'tool' ? [i.call.call_id, i.call.interrupted, i.call.result?.error ?? null] : i.kind))).toEqual([
+      ['old', true, null],
+      ['', false, 'malformed_tool_call'],
+    ]);
+  });
+
+  it('pairs compaction start and end by round and keeps the gauge and KV events as given', () => {
+    const s = fold([
+      { type: 'round', round: 3 },
+      compactionStarted,
+      { type: 'kv', round: 3, purpose: 'summary', stats: { prompt_tokens: 3000, reused: 2990, decoded: 10, trimmed: 0, full_clear: false, prefill_ms: 40, decode_ms: 900 }, completion_tokens: 60 },
+      compactionFinished,
+      { type: 'gauge', gauge: { pinned: 1, compressible: 2, recent: 3, free: 999, threshold: 5, prompt_tokens: 6, context: 7, reserve: 8, messages: 9 } },
+      { type: 'round', round: 4 },
+      { type: 'compaction_started', round: 4, strategy: 'v2', tokens_before: 3100, messages_before: 8, class: null, rows: [], plan: null },
+      { type: 'compaction_failed', round: 4, message: 'pinned zone alone is over the threshold' },
+      { type: 'exit', reason: { kind: 'context_exhausted', tokens: 3100, threshold: 2880, messages: 8 }, rounds: 4, compactions: 2 },
+    ]);
+    expect(s.compactions).toHaveLength(2);
+    expect(s.compactions[0]?.started?.class).toBe('aggregation');
+    expect(s.compactions[0]?.finished?.tokens_after).toBe(1402);
+    expect(s.compactions[1]?.failed).toBe('pinned zone alone is over the threshold');
+    // The gauge is stored verbatim, even where its numbers do not add up.
+    expect(s.gauge).toEqual({ pinned: 1, compressible: 2, recent: 3, free: 999, threshold: 5, prompt_tokens: 6, context: 7, reserve: 8, messages: 9 });
+    expect(s.kv[0]?.purpose).toBe('summary');
+    expect(s.rounds.find((r) => r.round === 3)?.items).toEqual([{ kind: 'compaction', round: 3 }]);
+    expect(s.exit?.compactions).toBe(2);
+    expect(s.events).toBe(9);
+  });
+});
+
+describe('ledger helpers', () => {
+  it('reads dimensions from the plan by id and gives null where the plan has none', () => {
+    const plan = (compactionStarted as { plan: unknown }).plan;
+    expect(dimensionsOf(plan, 'm3')).toEqual({ data: 0.8, causal: 0.25, task_reference: 1, entity: 0.5, temporal: 0, structural: 0.125 });
+    expect(dimensionsOf(plan, 'm5')).toBeNull();
+    expect(dimensionsOf(plan, 'nope')).toBeNull();
+    expect(dimensionsOf(null, 'm3')).toBeNull();
+    expect(dimensionsOf({ messages: [{ id: 'x', dimensions: { data: 'high' } }] }, 'x')).toBeNull();
+  });
+
+  it('reads each fate off the finished event lists', () => {
+    const f = compactionFinished as CompactionFinished;
+    expect(rows.map((r) => fateOf(f, r))).toEqual(['kept', 'verbatim', 'dropped', 'summarised']);
+    expect(fateOf(null, rows[0]!)).toBeNull();
+  });
+
+  it('describes every exit like the Rust side', () => {
+    expect(describeExit({ kind: 'compaction_ineffective', freed_fraction: 0.031 })).toBe('compaction freed only 3.1 %');
+    expect(describeExit({ kind: 'repeated_tool_call', name: 'http_get', arguments: '{"url":"x"}' })).toBe('repeated tool call http_get {"url":"x"}');
+    expect(describeExit({ kind: 'cancelled' })).toBe('cancelled');
+  });
+});
