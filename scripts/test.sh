@@ -5,6 +5,13 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 echo "==> scenario files validate"
 python3 scenarios/tools/validate.py --strict
+echo "==> UI: npm ci, vitest, svelte-check"
+command -v npm >/dev/null || { echo "error: Node.js >= 20.19 with npm is required: https://nodejs.org" >&2; exit 1; }
+node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a===20&&b>=19)?0:1)' \
+    || { echo "error: Node.js >= 20.19 is required (found $(node -v))" >&2; exit 1; }
+npm ci --no-audit --no-fund --loglevel=error
+npm -w ui test
+npm -w ui run check
 echo "==> cargo test --workspace"
 cargo test --workspace --all-targets --locked 2>&1
 echo "==> fuzz workspace builds (planner target)"

@@ -1,0 +1,91 @@
+import { describe, expect, it, vi } from 'vitest';
+import { fireEvent, render, screen } from '@testing-library/svelte';
+import SettingsPanel from '../src/lib/components/SettingsPanel.svelte';
+import { ApiError, type Settings } from '../src/lib/api';
+import { mockApi } from './fixtures';
+
+const field = (name: string) => screen.queryByText((_, el) => el?.getAttribute('data-field') === name);
+const input = (label: RegExp) => screen.getByLabelText(label) as HTMLInputElement;
+const save = () => screen.getByRole('button', { name: 'Save' }) as HTMLButtonElement;
+
+describe('SettingsPanel', () => {
+  it('loads every setting and the models in models/', async () => {
+    render(SettingsPanel, { api: mockApi().api });
+    expect((await screen.findByLabelText(/Context size/) as HTMLInputElement).value).toBe('4096');
+    expect(input(/Generation reserve/).value).toBe('512');
+    expect(input(/Threshold ratio/).value).toBe('0.8');
+    expect(input(/Recent messages/).value).toBe('4');
+    expect(input(/^γ/).value).toBe('1.5');
+    expect(input(/Threads/).value).toBe('2');
+    expect(input(/GPU/).checked).toBe(false);
+    expect(input(/Thinking/).checked).toBe(true);
+    expect((screen.getByLabelText(/Workspace roots/) as HTMLTextAreaElement).value).toBe('/work/data');
+    expect((screen.getByLabelText(/Allowed hosts/) as HTMLTextAreaElement).value).toBe('127.0.0.1:8080');
+    expect((screen.getByLabelText(/Strategy/) as HTMLSelectElement).value).toBe('v1');
+    expect((screen.getByLabelText(/^run_code/) as HTMLSelectElement).value).toBe('deny');
+    const models = (await screen.findByLabelText('Models in models/')) as HTMLSelectElement;
+    expect([...models.options].map((o) => o.textContent)).toContain('gemma-3-270m-q4_k_m.gguf (241.3 MiB)');
+    expect(save().disabled).toBe(false);
+  });
+
+  it('shows a message per invalid field and refuses to save', async () => {
+    const { api } = mockApi();
+    render(SettingsPanel, { api });
+    await screen.findByLabelText(/Context size/);
+    await fireEvent.input(input(/Generation reserve/), { target: { value: '5000' } });
+    expect(field('reserve')?.textContent).toBe('Generation reserve must be smaller than the context size (4096).');
+    await fireEvent.input(input(/Threshold ratio/), { target: { value: '1.5' } });
+    expect(field('ratio')?.textContent).toContain('at most 1');
+    await fireEvent.input(screen.getByLabelText(/Allowed hosts/), { target: { value: 'http://evil.example/path' } });
+    expect(field('allowed_hosts')?.textContent).toContain('not a host name');
+    await fireEvent.input(screen.getByLabelText(/Workspace roots/), { target: { value: 'relative/dir' } });
+    expect(field('workspace_roots')?.textContent).toContain('absolute path');
+    expect(save().disabled).toBe(true);
+    await fireEvent.submit(save().closest('form')!);
+    expect(api.saveSettings).not.toHaveBeenCalled();
+
+    await fireEvent.input(input(/Generation reserve/), { target: { value: '256' } });
+    await fireEvent.input(input(/Threshold ratio/), { target: { value: '0.75' } });
+    await fireEvent.input(screen.getByLabelText(/Allowed hosts/), { target: { value: 'api.example.com\n\n127.0.0.1:9000' } });
+    await fireEvent.input(screen.getByLabelText(/Workspace roots/), { target: { value: '/srv/a\n/srv/b' } });
+    expect(field('reserve')).toBeNull();
+    await fireEvent.click(save());
+    expect(api.saveSettings).toHaveBeenCalledTimes(1);
+    const sent = vi.mocked(api.saveSettings).mock.calls[0]![0] as Settings;
+    expect(sent).toMatchObject({ reserve: 256, ratio: 0.75, allowed_hosts: ['api.example.com', '127.0.0.1:9000'], workspace_roots: ['/srv/a', '/srv/b'] });
+    expect((await screen.findByRole('status')).textContent).toBe('Saved.');
+  });
+
+  it("shows the shell's own per-field refusal", async () => {
+    const { api } = mockApi({
+      saveSettings: async () => {
+        throw new ApiError({ code: 'invalid_settings', message: 'strategy v2 is not available in mf-agent yet', details: { fields: { strategy: 'v2 is not available yet; use none, baseline or v1' } } });
+      },
+    });
+    render(SettingsPanel, { api });
+    await screen.findByLabelText(/Context size/);
+    await fireEvent.change(screen.getByLabelText(/Strategy/), { target: { value: 'v2' } });
+    await fireEvent.click(save());
+    expect((await screen.findByRole('status')).textContent).toBe('Not saved: strategy v2 is not available in mf-agent yet');
+    expect(field('strategy')?.textContent).toBe('v2 is not available yet; use none, baseline or v1');
+  });
+
+  it('shows the download progress, resume point and the sha256 check', async () => {
+    const m = mockApi();
+    render(SettingsPanel, { api: m.api });
+    await screen.findByLabelText(/Context size/);
+    await fireEvent.click(screen.getByRole('button', { name: /Download Qwen3/ }));
+    expect(m.api.downloadRecommendedModel).toHaveBeenCalled();
+    const { flushSync } = await import('svelte');
+    m.sinks.download?.({ type: 'progress', received: 2 * 1048576, total: 8 * 1048576, resumed_from: 1048576 });
+    flushSync();
+    expect(screen.getByTestId('download-status').textContent).toBe('2.0 / 8.0 MiB (resumed at 1.0 MiB)');
+    expect((document.querySelector('progress') as HTMLProgressElement).value).toBe(2 * 1048576);
+    m.sinks.download?.({ type: 'verifying' });
+    flushSync();
+    expect(screen.getByTestId('download-status').textContent).toBe('Checking sha256…');
+    m.sinks.download?.({ type: 'done', path: '/models/Qwen3-8B-Q4_K_M.gguf', sha256: 'd98cdcbd03e17ce47681435b5150e34c1417f50b5c0019dd560e4882c5745785' });
+    flushSync();
+    expect(screen.getByTestId('download-status').textContent).toContain('sha256 d98cdcbd03e1… verified');
+  });
+});

@@ -1,0 +1,58 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { clearMocks, mockIPC } from '@tauri-apps/api/mocks';
+import { ApiError, COMMANDS, tauriApi, toApiError } from '../src/lib/api';
+
+afterEach(() => clearMocks());
+
+describe('tauriApi', () => {
+  it('invokes the named commands with camelCase arguments', async () => {
+    const calls: [string, unknown][] = [];
+    mockIPC((cmd, args) => {
+      calls.push([cmd, args]);
+      if (cmd === 'list_investigations') return [{ id: 1 }];
+      return null;
+    });
+    expect(await tauriApi.listInvestigations()).toEqual([{ id: 1 }]);
+    await tauriApi.approve(3, 'call_9', 'deadbeef', false);
+    await tauriApi.undoCompaction(3, 4);
+    await tauriApi.exportBenchmark('run-1', 'json');
+    expect(calls).toEqual([
+      ['list_investigations', {}],
+      ['approve_tool_call', { id: 3, callId: 'call_9', argumentsHash: 'deadbeef', approved: false }],
+      ['undo_compaction', { id: 3, round: 4 }],
+      ['export_benchmark', { runId: 'run-1', format: 'json' }],
+    ]);
+  });
+
+  it('streams channel events to the callback', async () => {
+    mockIPC((cmd, args) => {
+      if (cmd !== 'start_investigation') return null;
+      // The shell sends to the channel's callback id, messages numbered from 0.
+      const ch = (args as { onEvent: { id: number } }).onEvent;
+      const internals = (window as unknown as { __TAURI_INTERNALS__: { runCallback: (id: number, m: unknown) => void } }).__TAURI_INTERNALS__;
+      internals.runCallback(ch.id, { index: 1, message: { type: 'token', text: 'b' } });
+      internals.runCallback(ch.id, { index: 0, message: { type: 'round', round: 1 } });
+      return 5;
+    });
+    const got: unknown[] = [];
+    expect(await tauriApi.startInvestigation('q', (e) => got.push(e))).toBe(5);
+    await new Promise((r) => setTimeout(r, 0));
+    // Out-of-order deliveries are put back in order by the Channel.
+    expect(got).toEqual([{ type: 'round', round: 1 }, { type: 'token', text: 'b' }]);
+  });
+
+  it('turns a {code, message, details} rejection into an ApiError with field messages', async () => {
+    mockIPC(() => {
+      throw { code: 'invalid_settings', message: 'bad', details: { fields: { ratio: 'must be ≤ 1' } } };
+    });
+    const err = await tauriApi.saveSettings({} as never).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApiError);
+    expect((err as ApiError).code).toBe('invalid_settings');
+    expect((err as ApiError).fieldMessages()).toEqual({ ratio: 'must be ≤ 1' });
+  });
+
+  it('names a string rejection as an internal error, and lists each command once', () => {
+    expect(toApiError('boom')).toMatchObject({ code: 'internal', message: 'boom' });
+    expect(new Set(COMMANDS).size).toBe(COMMANDS.length);
+  });
+});
