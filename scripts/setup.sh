@@ -8,7 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # System packages the build needs. Later parts of the app add to these lists.
-DEBIAN_PKGS=(build-essential pkg-config cmake libclang-dev libssl-dev git python3 python3-pip)
+DEBIAN_PKGS=(build-essential pkg-config cmake libclang-dev libssl-dev git python3 python3-pip
+    chromium fonts-dejavu-core)  # the UI's browser test (ui/e2e)
 BREW_PKGS=(cmake llvm pkg-config)
 
 log() { printf '\033[1m==>\033[0m %s\n' "$*"; }

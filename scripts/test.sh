@@ -12,6 +12,8 @@ node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(
 npm ci --no-audit --no-fund --loglevel=error
 npm -w ui test
 npm -w ui run check
+echo "==> UI in a real browser (Chromium, scripted shell; screenshots in artifacts/screenshots/web)"
+npm -w ui run e2e:web
 echo "==> cargo test --workspace"
 cargo test --workspace --all-targets --locked 2>&1
 echo "==> fuzz workspace builds (planner target)"

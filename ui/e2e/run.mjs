@@ -1,0 +1,103 @@
+// Browser test of the real UI over the scripted shell (e2e/scripted-shell.ts):
+// Debian's Chromium, driven by playwright-core, against Vite's dev server.
+// It checks what a person would see at each step and saves screenshots in
+// $MF_SCREENSHOTS (default: <repo>/artifacts/screenshots/web).
+//
+// This is not the real-window test of the Tauri app (that needs src-tauri and
+// tauri-driver); it exercises the same bundle, `tauriApi`, Channels and CSS.
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createServer } from 'vite';
+import { chromium } from 'playwright-core';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const ui = resolve(here, '..');
+const out = resolve(process.env.MF_SCREENSHOTS ?? resolve(ui, '../artifacts/screenshots/web'));
+const browserPath = process.env.MF_CHROMIUM ?? '/usr/bin/chromium';
+mkdirSync(out, { recursive: true });
+
+const server = await createServer({ root: ui, configFile: resolve(ui, 'vite.config.ts'), server: { port: 0, host: '127.0.0.1' }, logLevel: 'error' });
+await server.listen();
+const address = server.httpServer?.address();
+const port = typeof address === 'object' && address ? address.port : 0;
+const browser = await chromium.launch({
+  executablePath: browserPath,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-dev-shm-usage'],
+});
+
+let failures = 0;
+function check(cond, what) {
+  if (cond) console.log(`  ok   ${what}`);
+  else {
+    failures += 1;
+    console.log(`  FAIL ${what}`);
+  }
+}
+
+try {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+  await page.goto(`http://127.0.0.1:${port}/e2e/index.html`);
+  const shot = (name) => page.screenshot({ path: resolve(out, `${name}.png`), fullPage: true });
+  const width = (sel) => page.$eval(sel, (el) => el.getBoundingClientRect().width);
+
+  console.log('investigation');
+  await page.getByRole('textbox', { name: 'Question' }).fill('Which region has the most 5xx errors, and why?');
+  await page.getByRole('button', { name: 'Investigate' }).click();
+  await page.getByRole('button', { name: 'Approve' }).waitFor();
+  const compressibleBefore = await width('[data-testid="seg-compressible"]');
+  await shot('01-investigation-approval');
+  await page.getByRole('button', { name: 'Approve' }).click();
+  await page.waitForFunction(() => window.__shell.holding === 'compacting');
+  const compressibleDuring = await width('[data-testid="seg-compressible"]');
+  check(compressibleDuring > compressibleBefore + 50, `gauge moved: compressible ${compressibleBefore.toFixed(0)} → ${compressibleDuring.toFixed(0)} px`);
+  check((await page.getByTestId('forecast').textContent()).includes('Compacting now'), 'gauge says a compaction is running');
+  const bar = await page.$eval('[data-testid="gauge-bar"]', (el) => el.getBoundingClientRect().width);
+  const line = await page.$eval('[data-testid="threshold-line"]', (el) => el.getBoundingClientRect().left - el.parentElement.getBoundingClientRect().left);
+  check(Math.abs(line / bar - 1228 / 2048) < 0.01, `threshold line at ${(line / bar).toFixed(3)} of the bar (1228/2048 = ${(1228 / 2048).toFixed(3)})`);
+  await page.getByTestId('seg-compressible').hover();
+  check((await page.getByTestId('gauge-hover').textContent()).trim() === 'compressible: 880 tokens', 'exact count on hover');
+  await shot('02-gauge-during-compaction');
+  await page.evaluate(() => window.__shell.release());
+  await page.getByTestId('exit').waitFor();
+  check((await page.getByTestId('compaction-tokens').textContent()) === '1,490 → 770 tokens', 'compaction in the timeline');
+  check((await page.getByTestId('final-answer').textContent()).includes('eu-west'), 'final answer shown');
+  check((await page.getByTestId('kv-row').count()) === 4, 'four KV rows (rounds 1, 2, 4 and the summary pass)');
+  check((await page.getByTestId('truncation').textContent()).includes('9,412'), 'truncation note on the tool card');
+  await page.getByTestId('compaction').getByRole('button').click();
+  const fates = await page.getByTestId('fate').allTextContents();
+  check(JSON.stringify(fates) === JSON.stringify(['kept', 'kept', 'summarised', 'summarised', 'kept', 'kept']), `ledger fates ${fates.join(',')}`);
+  await page.getByRole('button', { name: 'Undo this compaction' }).click();
+  await page.getByRole('button', { name: 'Restored' }).waitFor();
+  check(await page.evaluate(() => window.__shell.calls.some(([c, a]) => c === 'undo_compaction' && a.id === 1 && a.round === 3)), 'undo called undo_compaction {id 1, round 3}');
+  await page.getByRole('heading', { name: /Ledger/ }).scrollIntoViewIfNeeded();
+  await shot('03-ledger');
+
+  console.log('benchmark');
+  await page.getByRole('button', { name: 'Benchmark', exact: true }).click();
+  await page.getByRole('button', { name: 'Run benchmark' }).click();
+  await page.getByTestId('judge-controls').waitFor();
+  check((await page.getByTestId('bench-progress').textContent()).startsWith('2 / 2'), 'benchmark progress reached 2 / 2');
+  await page.getByRole('button', { name: 'Export Markdown' }).click();
+  check((await page.getByTestId('exported').textContent()).includes('bench-run-1.md'), 'export reports the file');
+  await shot('04-benchmark');
+
+  console.log('settings');
+  await page.getByRole('button', { name: 'Settings', exact: true }).click();
+  await page.getByLabel(/Generation reserve/).fill('4096');
+  check((await page.locator('[data-field="reserve"]').textContent()).includes('smaller than the context size'), 'settings validation message');
+  await shot('05-settings-validation');
+
+  check(errors.length === 0, `no page errors${errors.length ? ': ' + errors.join(' | ') : ''}`);
+} finally {
+  await browser.close();
+  await server.close();
+}
+console.log(`screenshots in ${out}`);
+if (failures > 0) {
+  console.error(`${failures} check(s) failed`);
+  process.exit(1);
+}

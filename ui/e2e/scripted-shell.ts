@@ -1,0 +1,239 @@
+// A scripted stand-in for src-tauri. Its figures are invented for the
+// browser test and the screenshots; they are not measurements.
+import type { AgentEvent, Gauge } from '../src/lib/events';
+import type { BenchEvent, Settings } from '../src/lib/api';
+
+type Step = AgentEvent | { hold: string };
+
+interface Internals {
+  runCallback: (id: number, data: unknown) => void;
+}
+
+const internals = (): Internals => (window as unknown as { __TAURI_INTERNALS__: Internals }).__TAURI_INTERNALS__;
+
+const g = (o: Partial<Gauge>): Gauge => ({
+  pinned: 310,
+  compressible: 0,
+  recent: 0,
+  free: 0,
+  threshold: 1228,
+  prompt_tokens: 0,
+  context: 2048,
+  reserve: 512,
+  messages: 2,
+  ...o,
+});
+
+function investigation(question: string): Step[] {
+  return [
+    { type: 'started', question, strategy: 'v1', model: 'SmolLM2-135M-Instruct.Q4_1', context: 2048, reserve: 512, threshold: 1228, tools: ['http_get', 'read_file'], resumed: false },
+    { type: 'gauge', gauge: g({ recent: 42, prompt_tokens: 352, free: 1184 }) },
+    { type: 'round', round: 1 },
+    { type: 'thinking_token', text: 'The error counts are served by the local API; ' },
+    { type: 'thinking_token', text: 'fetch them per region first.' },
+    { type: 'tool_call', call_id: 'call_1', name: 'http_get', arguments: { url: 'http://127.0.0.1:8931/errors?status=5xx' } },
+    { type: 'approval_requested', call_id: 'call_1', name: 'http_get', arguments: '{"url":"http://127.0.0.1:8931/errors?status=5xx"}', args_sha256: '5e0c1f7a' },
+    { hold: 'approval' },
+    { type: 'approval_decided', call_id: 'call_1', approved: true, by: 'user' },
+    { type: 'kv', round: 1, purpose: 'round', stats: { prompt_tokens: 352, reused: 0, decoded: 352, trimmed: 0, full_clear: false, prefill_ms: 1480, decode_ms: 610 }, completion_tokens: 38 },
+    { type: 'tool_result', call_id: 'call_1', name: 'http_get', ok: true, error: null, content: '{"eu-west":412,"us-east":77,"ap-south":19, "samples": [ ... ]}', truncated: 'result cut from 9,412 to 2,000 characters' },
+    { type: 'gauge', gauge: g({ compressible: 520, recent: 310, prompt_tokens: 1140, free: 396, messages: 4 }) },
+    { type: 'round', round: 2 },
+    { type: 'tool_call', call_id: 'call_2', name: 'read_file', arguments: { path: 'incidents/2026-11.md' } },
+    { type: 'approval_decided', call_id: 'call_2', approved: true, by: 'policy' },
+    { type: 'kv', round: 2, purpose: 'round', stats: { prompt_tokens: 1140, reused: 390, decoded: 750, trimmed: 0, full_clear: false, prefill_ms: 3200, decode_ms: 540 }, completion_tokens: 31 },
+    { type: 'tool_result', call_id: 'call_2', name: 'read_file', ok: true, error: null, content: '# November incidents\n- eu-west LB misconfig 11-14 ...', truncated: null },
+    { type: 'gauge', gauge: g({ compressible: 880, recent: 300, prompt_tokens: 1490, free: 46, messages: 6 }) },
+    { type: 'round', round: 3 },
+    {
+      type: 'compaction_started',
+      round: 3,
+      strategy: 'v1',
+      tokens_before: 1490,
+      messages_before: 6,
+      class: null,
+      rows: [
+        { id: 'm0', kind: 'system', zone: 'pinned', tier: 'keep', tokens: 268, influence: null, delta: null, chain: null, reason: 'system prompt is pinned' },
+        { id: 'm1', kind: 'user', zone: 'pinned', tier: 'keep', tokens: 42, influence: null, delta: null, chain: null, reason: 'the question is pinned' },
+        { id: 'm2', kind: 'tool_call', zone: 'compressible', tier: 'summarise', tokens: 61, influence: null, delta: null, chain: 'c2', reason: 'v1: into the summary' },
+        { id: 'm3', kind: 'tool_result', zone: 'compressible', tier: 'summarise', tokens: 519, influence: null, delta: null, chain: 'c2', reason: 'v1: result cut to 400 characters, then summarised' },
+        { id: 'm4', kind: 'tool_call', zone: 'recent', tier: 'keep', tokens: 48, influence: null, delta: null, chain: 'c4', reason: 'recent zone is kept verbatim' },
+        { id: 'm5', kind: 'tool_result', zone: 'recent', tier: 'keep', tokens: 252, influence: null, delta: null, chain: 'c4', reason: 'recent zone is kept verbatim' },
+      ],
+      plan: { messages: [] },
+    },
+    { type: 'gauge', gauge: g({ compressible: 880, recent: 300, prompt_tokens: 1490, free: 46, messages: 6 }) },
+    { hold: 'compacting' },
+    { type: 'kv', round: 3, purpose: 'summary', stats: { prompt_tokens: 1530, reused: 1490, decoded: 40, trimmed: 0, full_clear: false, prefill_ms: 190, decode_ms: 1650 }, completion_tokens: 96 },
+    {
+      type: 'compaction_finished',
+      round: 3,
+      tokens_before: 1490,
+      tokens_after: 770,
+      messages_before: 6,
+      messages_after: 5,
+      summary_by: 'model',
+      fallback_reason: null,
+      summary: 'GET /errors?status=5xx returned per-region counts: eu-west 412, us-east 77, ap-south 19.',
+      appended_to_live_cache: true,
+      verbatim: [],
+      summarised: ['m2', 'm3'],
+      masked: [],
+      dropped: [],
+      notes: [],
+      report: {},
+    },
+    { type: 'gauge', gauge: g({ compressible: 160, recent: 300, prompt_tokens: 770, free: 766, messages: 5 }) },
+    { type: 'round', round: 4 },
+    { type: 'token', text: 'eu-west has the most 5xx errors ' },
+    { type: 'token', text: '(412), caused by the load-balancer change of 14 November.' },
+    { type: 'kv', round: 4, purpose: 'round', stats: { prompt_tokens: 770, reused: 310, decoded: 460, trimmed: 0, full_clear: false, prefill_ms: 1900, decode_ms: 720 }, completion_tokens: 24 },
+    { type: 'final_answer', text: 'eu-west has the most 5xx errors (412), caused by the load-balancer change of 14 November.' },
+    { type: 'exit', reason: { kind: 'final_answer' }, rounds: 4, compactions: 1 },
+  ];
+}
+
+const settings: Settings = {
+  model_path: 'models/SmolLM2-135M-Instruct.Q4_1.gguf',
+  context: 2048,
+  reserve: 512,
+  ratio: 0.8,
+  recent: 2,
+  strategy: 'v1',
+  gamma: 1.5,
+  threads: 2,
+  gpu: false,
+  thinking: true,
+  tool_approvals: { http_get: 'ask', read_file: 'allow', run_code: 'ask' },
+  workspace_roots: ['/work/main/scenarios/agentic'],
+  allowed_hosts: ['127.0.0.1:8931'],
+};
+
+export class ScriptedShell {
+  /** Every command received, for the browser test to check. */
+  calls: [string, Record<string, unknown>][] = [];
+  private steps: Step[] = [];
+  private channel = 0;
+  private index = 0;
+  private pos = 0;
+  /** The checkpoint the script waits at, if any. */
+  holding: string | null = null;
+  private approved = false;
+
+  handle(cmd: string, args: Record<string, unknown>): unknown {
+    this.calls.push([cmd, args]);
+    switch (cmd) {
+      case 'start_investigation':
+        this.channel = (args.onEvent as { id: number }).id;
+        this.steps = investigation(String(args.question));
+        this.index = 0;
+        this.pos = 0;
+        setTimeout(() => this.pump(), 50);
+        return 1;
+      case 'approve_tool_call':
+        this.approved = args.approved === true;
+        if (this.holding === 'approval') this.release();
+        return null;
+      case 'stop_investigation':
+        return null;
+      case 'undo_compaction':
+        return null;
+      case 'list_investigations':
+        return [{ id: 1, question: 'Which region has the most 5xx errors?', status: 'finished', exit_reason: 'final answer', created: 1764748800, events: 37 }];
+      case 'investigation_events':
+        return [];
+      case 'get_settings':
+        return structuredClone(settings);
+      case 'save_settings':
+        return args.settings;
+      case 'list_models':
+        return [
+          { name: 'SmolLM2-135M-Instruct.Q4_1.gguf', path: 'models/SmolLM2-135M-Instruct.Q4_1.gguf', size_bytes: 98_000_000 },
+          { name: 'gemma-3-270m-q4_k_m.gguf', path: 'models/gemma-3-270m-q4_k_m.gguf', size_bytes: 253_000_000 },
+        ];
+      case 'bench_options':
+        return {
+          models: ['SmolLM2-135M-Instruct.Q4_1.gguf'],
+          scenarios: [
+            { id: 'lookup-01-short', class: 'lookup' },
+            { id: 'aggregation-01-short', class: 'aggregation' },
+          ],
+          conditions: ['baseline', 'v1'],
+          scorers: ['keyword', 'judge'],
+        };
+      case 'run_benchmark':
+        this.bench((args.onEvent as { id: number }).id);
+        return 'run-1';
+      case 'export_benchmark':
+        return `artifacts/bench-run-1.${args.format === 'json' ? 'json' : 'md'}`;
+      default:
+        throw { code: 'unknown_command', message: `the scripted shell has no ${cmd}` };
+    }
+  }
+
+  private send(channel: number, message: unknown): void {
+    internals().runCallback(channel, { index: this.index++, message });
+  }
+
+  private pump(): void {
+    while (this.pos < this.steps.length) {
+      const s = this.steps[this.pos];
+      if (!s) break;
+      if ('hold' in s) {
+        this.holding = s.hold;
+        return;
+      }
+      this.pos += 1;
+      if (s.type === 'approval_decided' && s.by === 'user') s.approved = this.approved;
+      this.send(this.channel, s);
+      if (s.type === 'round' || s.type === 'gauge') {
+        setTimeout(() => this.pump(), 30);
+        return;
+      }
+    }
+  }
+
+  /** Lets the script go on past the checkpoint it holds at. */
+  release(): void {
+    if (this.holding === null) return;
+    this.holding = null;
+    this.pos += 1;
+    setTimeout(() => this.pump(), 10);
+  }
+
+  private bench(channel: number): void {
+    let i = 0;
+    const send = (m: BenchEvent) => internals().runCallback(channel, { index: i++, message: m });
+    const rows = [
+      { model: 'SmolLM2', scenario: 'lookup-01-short', class: 'lookup', condition: 'baseline', scorer: 'judge', rep: 1, score: 1.2 },
+      { model: 'SmolLM2', scenario: 'lookup-01-short', class: 'lookup', condition: 'v1', scorer: 'judge', rep: 1, score: 2.1 },
+    ];
+    send({ type: 'started', run_id: 'run-1', total: rows.length });
+    rows.forEach((row, k) => {
+      setTimeout(() => {
+        send({ type: 'progress', done: k + 1, total: rows.length, current: `${row.scenario} × ${row.condition}` });
+        send({ type: 'result', row });
+        if (k === rows.length - 1)
+          send({
+            type: 'finished',
+            summary: {
+              max: 3,
+              by_class: [
+                { group: 'lookup', condition: 'baseline', mean: 1.2, low: 0.9, high: 1.5, n: 1 },
+                { group: 'lookup', condition: 'v1', mean: 2.1, low: 1.8, high: 2.4, n: 1 },
+              ],
+              by_dimension: [
+                { group: 'data', condition: 'baseline', mean: 1.0, low: 0.7, high: 1.3, n: 1 },
+                { group: 'data', condition: 'v1', mean: 2.2, low: 1.9, high: 2.5, n: 1 },
+              ],
+              judge_controls: [
+                { name: 'identical', mean: 2.9, low: 2.8, high: 3, n: 1, expected_low: 2.7, expected_high: 3, passed: true },
+                { name: 'paraphrase', mean: 2.4, low: 2.1, high: 2.7, n: 1, expected_low: 2, expected_high: 3, passed: true },
+                { name: 'contradiction', mean: 0.3, low: 0.1, high: 0.5, n: 1, expected_low: 0, expected_high: 0.6, passed: true },
+              ],
+            },
+          });
+      }, 150 * (k + 1));
+    });
+  }
+}
