@@ -51,8 +51,37 @@ describe('tauriApi', () => {
     expect((err as ApiError).fieldMessages()).toEqual({ ratio: 'must be ≤ 1' });
   });
 
-  it('names a string rejection as an internal error, and lists each command once', () => {
+  it('names a string rejection as an internal error', () => {
     expect(toApiError('boom')).toMatchObject({ code: 'internal', message: 'boom' });
+  });
+
+  it('invokes exactly the commands listed in commands.json, each once', async () => {
+    const seen = new Set<string>();
+    mockIPC((cmd) => {
+      seen.add(cmd);
+      return cmd === 'list_investigations' || cmd === 'investigation_events' || cmd === 'list_models' ? [] : null;
+    });
+    const noop = () => {};
+    const s = {} as never;
+    await Promise.all([
+      tauriApi.startInvestigation('q', noop),
+      tauriApi.stopInvestigation(1),
+      tauriApi.approve(1, 'c', 'h', true),
+      tauriApi.listInvestigations(),
+      tauriApi.investigationEvents(1),
+      tauriApi.resumeInvestigation(1, noop),
+      tauriApi.undoCompaction(1, 1),
+      tauriApi.getSettings(),
+      tauriApi.saveSettings(s),
+      tauriApi.listModels(),
+      tauriApi.pickModelFile(),
+      tauriApi.downloadRecommendedModel(noop),
+      tauriApi.benchOptions(),
+      tauriApi.runBenchmark(s, noop),
+      tauriApi.cancelBenchmark('r'),
+      tauriApi.exportBenchmark('r', 'json'),
+    ]);
+    expect([...seen].sort()).toEqual([...COMMANDS].sort());
     expect(new Set(COMMANDS).size).toBe(COMMANDS.length);
   });
 });

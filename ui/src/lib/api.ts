@@ -9,6 +9,7 @@
 
 import { Channel, invoke } from '@tauri-apps/api/core';
 import type { AgentEvent } from './events';
+import commandList from './commands.json';
 
 /** A command error as the shell serialises it. */
 export interface CommandError {
@@ -229,22 +230,9 @@ export const tauriApi: Api = {
   exportBenchmark: (runId, format) => call('export_benchmark', { runId, format }),
 };
 
-/** The command names `tauriApi` invokes, for the shell's sync test. */
-export const COMMANDS = [
-  'start_investigation',
-  'stop_investigation',
-  'approve_tool_call',
-  'list_investigations',
-  'investigation_events',
-  'resume_investigation',
-  'undo_compaction',
-  'get_settings',
-  'save_settings',
-  'list_models',
-  'pick_model_file',
-  'download_recommended_model',
-  'bench_options',
-  'run_benchmark',
-  'cancel_benchmark',
-  'export_benchmark',
-] as const;
+/**
+ * The command names `tauriApi` invokes. They live in commands.json so the
+ * shell's sync test (to come with src-tauri) can check them against
+ * `generate_handler!` and the capability's permissions.
+ */
+export const COMMANDS: readonly string[] = commandList.commands;
