@@ -85,6 +85,13 @@ try {
   check((await page.getByTestId('exported').textContent()).includes('bench-run-1.md'), 'export reports the file');
   await shot('04-benchmark');
 
+  console.log('history');
+  await page.getByRole('button', { name: 'History', exact: true }).click();
+  await page.getByRole('button', { name: 'Reopen' }).click();
+  await page.getByTestId('exit').waitFor();
+  check((await page.getByTestId('compaction-tokens').textContent()) === '1,490 → 770 tokens', 'reopened investigation replays its compaction');
+  check((await page.getByRole('button', { name: 'Stop' }).isDisabled()) === true, 'a reopened investigation has no live controls');
+
   console.log('settings');
   await page.getByRole('button', { name: 'Settings', exact: true }).click();
   await page.getByLabel(/Generation reserve/).fill('4096');

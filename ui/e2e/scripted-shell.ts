@@ -141,7 +141,8 @@ export class ScriptedShell {
       case 'list_investigations':
         return [{ id: 1, question: 'Which region has the most 5xx errors?', status: 'finished', exit_reason: 'final answer', created: 1764748800, events: 37 }];
       case 'investigation_events':
-        return [];
+        // The stored events of the one past investigation: the script, as it ran.
+        return investigation('Which region has the most 5xx errors?').filter((st): st is AgentEvent => !('hold' in st));
       case 'get_settings':
         return structuredClone(settings);
       case 'save_settings':
