@@ -1,14 +1,16 @@
 // Browser test of the real UI over the scripted shell (e2e/scripted-shell.ts):
-// Debian's Chromium, driven by playwright-core, against Vite's dev server.
+// Debian's Chromium, driven by playwright-core.
 // It checks what a person would see at each step and saves screenshots in
 // $MF_SCREENSHOTS (default: <repo>/artifacts/screenshots/web).
 //
-// This is not the real-window test of the Tauri app (that needs src-tauri and
-// tauri-driver); it exercises the same bundle, `tauriApi`, Channels and CSS.
-import { mkdirSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+// The page is a production build served with the app's CSP. This is not the
+// real-window test of the Tauri app (that needs src-tauri and tauri-driver);
+// it exercises the same components, `tauriApi`, Channels and CSS.
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createServer } from 'vite';
+import { build, preview } from 'vite';
 import { chromium } from 'playwright-core';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -17,8 +19,14 @@ const out = resolve(process.env.MF_SCREENSHOTS ?? resolve(ui, '../artifacts/scre
 const browserPath = process.env.MF_CHROMIUM ?? '/usr/bin/chromium';
 mkdirSync(out, { recursive: true });
 
-const server = await createServer({ root: ui, configFile: resolve(ui, 'vite.config.ts'), server: { port: 0, host: '127.0.0.1' }, logLevel: 'error' });
-await server.listen();
+// The production bundle of the page, served with the app's own CSP (from the
+// root tauri.conf.json), so anything the bundle would need beyond it (eval,
+// inline scripts, remote loads) shows up as a violation.
+const csp = JSON.parse(readFileSync(resolve(ui, '../tauri.conf.json'), 'utf8')).app.security.csp;
+const outDir = mkdtempSync(join(tmpdir(), 'mf-ui-e2e-'));
+const configFile = resolve(ui, 'vite.config.ts');
+await build({ root: ui, configFile, logLevel: 'error', build: { outDir, emptyOutDir: true, rollupOptions: { input: resolve(here, 'index.html') } } });
+const server = await preview({ root: ui, configFile, logLevel: 'error', build: { outDir }, preview: { port: 0, host: '127.0.0.1', headers: { 'Content-Security-Policy': csp } } });
 const address = server.httpServer?.address();
 const port = typeof address === 'object' && address ? address.port : 0;
 const browser = await chromium.launch({
@@ -40,6 +48,10 @@ try {
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
   page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+  await page.addInitScript(() => {
+    window.__cspViolations = [];
+    document.addEventListener('securitypolicyviolation', (e) => window.__cspViolations.push(`${e.violatedDirective} ${e.blockedURI}`));
+  });
   await page.goto(`http://127.0.0.1:${port}/e2e/index.html`);
   const shot = (name) => page.screenshot({ path: resolve(out, `${name}.png`), fullPage: true });
   const width = (sel) => page.$eval(sel, (el) => el.getBoundingClientRect().width);
@@ -98,10 +110,13 @@ try {
   check((await page.locator('[data-field="reserve"]').textContent()).includes('smaller than the context size'), 'settings validation message');
   await shot('05-settings-validation');
 
+  const violations = await page.evaluate(() => window.__cspViolations);
+  check(violations.length === 0, `no CSP violations under "${csp}"${violations.length ? ': ' + violations.join(' | ') : ''}`);
   check(errors.length === 0, `no page errors${errors.length ? ': ' + errors.join(' | ') : ''}`);
 } finally {
   await browser.close();
   await server.close();
+  rmSync(outDir, { recursive: true, force: true });
 }
 console.log(`screenshots in ${out}`);
 if (failures > 0) {
