@@ -121,3 +121,24 @@ describe('InvestigationView', () => {
     expect((screen.getByRole('button', { name: 'Approve' }) as HTMLButtonElement).disabled).toBe(true);
   });
 });
+
+describe('Session', () => {
+  it('sends an approval that arrives before the start command has returned its id', async () => {
+    let resolveStart: (id: number) => void = () => {};
+    let sink: ((e: AgentEvent) => void) | null = null;
+    const m = mockApi({
+      startInvestigation: (_q, on) => {
+        sink = on;
+        return new Promise<number>((r) => (resolveStart = r));
+      },
+    });
+    const session = new Session(m.api);
+    const started = session.start('q');
+    for (const e of investigationEvents()) sink!(e);
+    const decided = session.decide('call_1', 'ab12', true);
+    expect(m.api.approve).not.toHaveBeenCalled();
+    resolveStart(41);
+    await Promise.all([started, decided]);
+    expect(m.api.approve).toHaveBeenCalledWith(41, 'call_1', 'ab12', true);
+  });
+});

@@ -12,6 +12,8 @@ export class Session {
   running = $state(false);
   error = $state<string | null>(null);
   readonly api: Api;
+  /** The pending start or resume: events (and approval requests) can stream in before it returns the id. */
+  private pending: Promise<number> | null = null;
 
   constructor(api: Api) {
     this.api = api;
@@ -31,27 +33,48 @@ export class Session {
   async start(question: string): Promise<void> {
     this.reset();
     this.running = true;
+    await this.track(this.api.startInvestigation(question, this.onEvent));
+  }
+
+  private async track(p: Promise<number>): Promise<void> {
+    this.pending = p;
     try {
-      this.id = await this.api.startInvestigation(question, this.onEvent);
+      this.id = await p;
     } catch (e) {
       this.running = false;
       this.error = toApiError(e).message;
+    } finally {
+      if (this.pending === p) this.pending = null;
     }
   }
 
+  /** The investigation's id, waiting for a start that has not returned yet. */
+  private async currentId(): Promise<number | null> {
+    if (this.id === null && this.pending) {
+      try {
+        return await this.pending;
+      } catch {
+        return null;
+      }
+    }
+    return this.id;
+  }
+
   async stop(): Promise<void> {
-    if (this.id === null) return;
+    const id = await this.currentId();
+    if (id === null) return;
     try {
-      await this.api.stopInvestigation(this.id);
+      await this.api.stopInvestigation(id);
     } catch (e) {
       this.error = toApiError(e).message;
     }
   }
 
   async decide(callId: string, argumentsHash: string, approved: boolean): Promise<void> {
-    if (this.id === null) return;
+    const id = await this.currentId();
+    if (id === null) return;
     try {
-      await this.api.approve(this.id, callId, argumentsHash, approved);
+      await this.api.approve(id, callId, argumentsHash, approved);
     } catch (e) {
       this.error = toApiError(e).message;
     }
@@ -75,11 +98,6 @@ export class Session {
     await this.reopen(id);
     if (this.error) return;
     this.running = true;
-    try {
-      this.id = await this.api.resumeInvestigation(id, this.onEvent);
-    } catch (e) {
-      this.running = false;
-      this.error = toApiError(e).message;
-    }
+    await this.track(this.api.resumeInvestigation(id, this.onEvent));
   }
 }
