@@ -91,10 +91,13 @@ try {
   console.log('benchmark');
   await page.getByRole('button', { name: 'Benchmark', exact: true }).click();
   await page.getByRole('button', { name: 'Run benchmark' }).click();
-  await page.getByTestId('judge-controls').waitFor();
+  await page.getByRole('button', { name: 'Export Markdown' }).waitFor();
   check((await page.getByTestId('bench-progress').textContent()).startsWith('2 / 2'), 'benchmark progress reached 2 / 2');
+  check((await page.getByTestId('brackets').textContent()).includes('contradiction 1.75'), 'keyword control brackets shown');
   await page.getByRole('button', { name: 'Export Markdown' }).click();
   check((await page.getByTestId('exported').textContent()).includes('bench-run-1.md'), 'export reports the file');
+  await page.getByRole('radio', { name: 'judge' }).check();
+  check((await page.getByTestId('brackets').textContent()).includes('contradiction 0.50'), 'judge control brackets shown');
   await shot('04-benchmark');
 
   console.log('history');

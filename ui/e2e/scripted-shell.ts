@@ -205,36 +205,30 @@ export class ScriptedShell {
   private bench(channel: number): void {
     let i = 0;
     const send = (m: BenchEvent) => internals().runCallback(channel, { index: i++, message: m });
-    const rows = [
-      { model: 'SmolLM2', scenario: 'lookup-01-short', class: 'lookup', condition: 'baseline', scorer: 'judge', rep: 1, score: 1.2 },
-      { model: 'SmolLM2', scenario: 'lookup-01-short', class: 'lookup', condition: 'v1', scorer: 'judge', rep: 1, score: 2.1 },
-    ];
-    send({ type: 'started', run_id: 'run-1', total: rows.length });
-    rows.forEach((row, k) => {
-      setTimeout(() => {
-        send({ type: 'progress', done: k + 1, total: rows.length, current: `${row.scenario} × ${row.condition}` });
-        send({ type: 'result', row });
-        if (k === rows.length - 1)
-          send({
-            type: 'finished',
-            summary: {
-              max: 3,
-              by_class: [
-                { group: 'lookup', condition: 'baseline', mean: 1.2, low: 0.9, high: 1.5, n: 1 },
-                { group: 'lookup', condition: 'v1', mean: 2.1, low: 1.8, high: 2.4, n: 1 },
-              ],
-              by_dimension: [
-                { group: 'data', condition: 'baseline', mean: 1.0, low: 0.7, high: 1.3, n: 1 },
-                { group: 'data', condition: 'v1', mean: 2.2, low: 1.9, high: 2.5, n: 1 },
-              ],
-              judge_controls: [
-                { name: 'identical', mean: 2.9, low: 2.8, high: 3, n: 1, expected_low: 2.7, expected_high: 3, passed: true },
-                { name: 'paraphrase', mean: 2.4, low: 2.1, high: 2.7, n: 1, expected_low: 2, expected_high: 3, passed: true },
-                { name: 'contradiction', mean: 0.3, low: 0.1, high: 0.5, n: 1, expected_low: 0, expected_high: 0.6, passed: true },
-              ],
-            },
-          });
-      }, 150 * (k + 1));
-    });
+    const steps = ['lookup-01-short × baseline × rep 0', 'lookup-01-short × v1 × rep 0'];
+    send({ type: 'started', run_id: 'run-1', total: steps.length });
+    steps.forEach((label, k) => setTimeout(() => send({ type: 'progress', done: k + 1, total: steps.length, label }), 150 * (k + 1)));
+    setTimeout(() => {
+      const stat = (mean: number, sd: number, min: number, n: number) => ({ mean, sd, min, n });
+      send({
+        type: 'model_result',
+        result: {
+          model: 'SmolLM2-135M-Instruct.Q4_1',
+          overall: { baseline: 1.25, v1: 2 },
+          by_class: { lookup: { baseline: 1.25, v1: 2 } },
+          by_dimension: { data: { baseline: 1, v1: 2.5 }, entity: { baseline: 1.5, v1: 1.5 } },
+          conditions: [
+            { condition: 'baseline', keyword: stat(1.25, 0, 0, 4), judge: stat(1, 0, 0, 4), tokens_before: 1490, tokens_after: 612, fallbacks: 0, empty_answers: 0 },
+            { condition: 'v1', keyword: stat(2, 0, 1, 4), judge: stat(1.75, 0, 1, 4), tokens_before: 1490, tokens_after: 770, fallbacks: 0, empty_answers: 0 },
+          ],
+          judge: { overall: { baseline: 1, v1: 1.75 }, by_class: { lookup: { baseline: 1, v1: 1.75 } }, by_dimension: { data: { baseline: 1, v1: 2 } } },
+          control_brackets: { keyword: { identical: 3, paraphrase: 2.5, contradiction: 1.75, empty: 0 }, judge: { identical: 3, paraphrase: 2.5, contradiction: 0.5, empty: 0 }, judge_unparsed: 0, probes: 4 },
+          worst_cells: [{ scenario: 'lookup-01-short', condition: 'baseline', keyword_mean: 1.25, keyword_min: 0, judge_mean: 1, judge_min: 0 }],
+          empty_by_budget: 0,
+          wall_s: 41,
+        },
+      });
+      send({ type: 'finished' });
+    }, 150 * (steps.length + 1));
   }
 }

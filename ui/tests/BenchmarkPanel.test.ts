@@ -2,74 +2,90 @@ import { describe, expect, it } from 'vitest';
 import { fireEvent, render, screen, within } from '@testing-library/svelte';
 import { flushSync } from 'svelte';
 import BenchmarkPanel from '../src/lib/components/BenchmarkPanel.svelte';
-import type { BenchSummary } from '../src/lib/api';
-import { mockApi } from './fixtures';
+import type { BenchEvent } from '../src/lib/api';
+import { mockApi, modelResult } from './fixtures';
 
-const summary: BenchSummary = {
-  max: 3,
-  by_class: [
-    { group: 'lookup', condition: 'baseline', mean: 1.5, low: 1.2, high: 1.8, n: 4 },
-    { group: 'lookup', condition: 'v1', mean: 2.4, low: 2.1, high: 2.7, n: 4 },
-  ],
-  by_dimension: [{ group: 'entity', condition: 'v1', mean: 0.75, low: 0.3, high: 1.2, n: 4 }],
-  judge_controls: [
-    { name: 'identical', mean: 2.9, low: 2.8, high: 3, n: 3, expected_low: 2.7, expected_high: 3, passed: true },
-    { name: 'contradiction', mean: 1.9, low: 1.5, high: 2.3, n: 3, expected_low: 0, expected_high: 0.6, passed: false },
-  ],
-};
+async function running() {
+  const m = mockApi();
+  render(BenchmarkPanel, { api: m.api });
+  await screen.findByLabelText(/gemma-3-270m/);
+  const send = (e: BenchEvent) => {
+    m.sinks.bench?.(e);
+    flushSync();
+  };
+  return { ...m, send };
+}
 
 describe('BenchmarkPanel', () => {
-  it('runs the chosen selection and renders progress, rows, bars with brackets and judge controls', async () => {
-    const m = mockApi();
-    render(BenchmarkPanel, { api: m.api });
-    const gemma = (await screen.findByLabelText(/gemma-3-270m/)) as HTMLInputElement;
-    await fireEvent.click(gemma);
+  it('runs the chosen selection and shows progress, then each model result as the bench gave it', async () => {
+    const { api, send } = await running();
+    await fireEvent.click(screen.getByLabelText(/gemma-3-270m/));
     await fireEvent.click(screen.getByRole('button', { name: 'Run benchmark' }));
-    expect(m.api.runBenchmark).toHaveBeenCalledWith(
+    expect(api.runBenchmark).toHaveBeenCalledWith(
       { models: ['SmolLM2-135M-Instruct.Q4_1.gguf', 'gemma-3-270m-q4_k_m.gguf'], scenarios: ['lookup-short'], conditions: ['baseline', 'v1'], scorers: ['keyword', 'judge'], reps: 1 },
       expect.any(Function),
     );
-    const send = (e: Parameters<NonNullable<typeof m.sinks.bench>>[0]) => {
-      m.sinks.bench?.(e);
-      flushSync();
-    };
     send({ type: 'started', run_id: 'run-1', total: 8 });
-    send({ type: 'progress', done: 3, total: 8, current: 'lookup-short × v1' });
-    expect(screen.getByTestId('bench-progress').textContent).toBe('3 / 8 · lookup-short × v1');
+    send({ type: 'progress', done: 3, total: 8, label: 'lookup-short × v1 × rep 0' });
+    expect(screen.getByTestId('bench-progress').textContent).toBe('3 / 8 · lookup-short × v1 × rep 0');
     expect((screen.getByRole('button', { name: 'Run benchmark' }) as HTMLButtonElement).disabled).toBe(true);
-    send({ type: 'result', row: { model: 'SmolLM2', scenario: 'lookup-short', class: 'lookup', condition: 'v1', scorer: 'judge', rep: 1, score: 2.5 } });
-    expect(within(screen.getByTestId('bench-results')).getAllByRole('row')).toHaveLength(2);
-    send({ type: 'finished', summary });
+    expect(screen.queryByRole('button', { name: 'Export JSON' })).toBeNull();
 
-    const byClass = screen.getByTestId('chart-by class');
-    const bars = byClass.querySelectorAll<HTMLElement>('.bar');
-    expect([...bars].map((b) => b.style.width)).toEqual(['50%', '80%']);
-    const bracket = byClass.querySelector<HTMLElement>('.bracket')!;
-    expect(bracket.style.left).toBe('40%');
-    expect(bracket.style.width).toBe('calc(20%)');
-    const controls = within(screen.getByTestId('judge-controls')).getAllByRole('row');
-    expect(controls[2]?.textContent).toContain('OUT OF RANGE');
-    expect(controls[1]?.textContent).toContain('calibrated');
+    send({ type: 'model_result', result: modelResult() });
+    const result = screen.getByTestId('bench-result');
+    const rows = within(within(result).getByTestId('bench-conditions')).getAllByRole('row');
+    expect(rows[1]?.textContent).toContain('1.20 ± 0.30');
+    expect(rows[1]?.textContent).toContain('1490 → 620');
+    expect(rows[2]?.textContent).toContain('—');
 
+    // Bars are the bench's means on the 0–3 scale; the control brackets sit on the same axis.
+    const byClass = within(result).getByTestId('chart-by class');
+    expect([...byClass.querySelectorAll<HTMLElement>('.bar')].map((b) => b.style.width)).toEqual(['25%', '50%', '50%', '80%']);
+    const marks = [...byClass.querySelectorAll<HTMLElement>('.group:first-child .barrow:first-of-type .mark')];
+    expect(marks.map((m) => [m.className.split(' ').find((c) => c !== 'mark' && !c.startsWith('svelte-')), m.style.left])).toEqual([
+      ['identical', '100%'],
+      ['paraphrase', '75%'],
+      ['contradiction', '50%'],
+      ['empty', '0%'],
+    ]);
+    expect(within(result).getByTestId('worst-cells').textContent).toContain('aggregation-01-long');
+
+    send({ type: 'finished' });
     await fireEvent.click(screen.getByRole('button', { name: 'Export Markdown' }));
-    expect(m.api.exportBenchmark).toHaveBeenCalledWith('run-1', 'markdown');
+    expect(api.exportBenchmark).toHaveBeenCalledWith('run-1', 'markdown');
     expect((await screen.findByTestId('exported')).textContent).toBe('Written to /tmp/bench.md');
   });
 
-  it('cancels a running benchmark and refuses bad repetitions', async () => {
-    const m = mockApi();
-    render(BenchmarkPanel, { api: m.api });
-    await screen.findByLabelText(/gemma-3-270m/);
+  it('switches the charts and brackets to the judge, where the bench ran one', async () => {
+    const { send } = await running();
+    await fireEvent.click(screen.getByRole('button', { name: 'Run benchmark' }));
+    send({ type: 'model_result', result: modelResult() });
+    await fireEvent.click(screen.getByLabelText('judge', { selector: 'input[type=radio]' }));
+    const byClass = screen.getByTestId('chart-by class');
+    expect([...byClass.querySelectorAll<HTMLElement>('.bar')].map((b) => b.style.width)).toEqual(['10%']);
+    expect(screen.getByTestId('brackets').textContent).toContain('contradiction 0.60');
+    expect(screen.getByTestId('brackets').textContent).toContain('1 judge replies without a grade');
+
+    send({ type: 'model_result', result: modelResult({ model: 'no-judge', judge: null, control_brackets: { keyword: {}, judge: {}, judge_unparsed: 0, probes: 0 } }) });
+    const second = screen.getAllByTestId('bench-result')[1]!;
+    expect((within(second).getByLabelText('judge', { selector: 'input[type=radio]' }) as HTMLInputElement).disabled).toBe(true);
+    expect(within(second).getByTestId('brackets').textContent).toContain('none');
+  });
+
+  it('cancels a running benchmark, shows its errors and refuses bad repetitions', async () => {
+    const { api, send } = await running();
     await fireEvent.input(screen.getByLabelText('Repetitions'), { target: { value: '0' } });
     expect(screen.getByText('Repetitions must be a whole number from 1 to 100.')).toBeTruthy();
     expect((screen.getByRole('button', { name: 'Run benchmark' }) as HTMLButtonElement).disabled).toBe(true);
     await fireEvent.input(screen.getByLabelText('Repetitions'), { target: { value: '2' } });
     await fireEvent.click(screen.getByRole('button', { name: 'Run benchmark' }));
     await fireEvent.click(screen.getByRole('button', { name: 'Cancel' }));
-    expect(m.api.cancelBenchmark).toHaveBeenCalledWith('run-1');
-    m.sinks.bench?.({ type: 'cancelled' });
-    flushSync();
+    expect(api.cancelBenchmark).toHaveBeenCalledWith('run-1');
+    send({ type: 'cancelled' });
     expect(screen.getByRole('status').textContent).toBe('Cancelled.');
     expect((screen.getByRole('button', { name: 'Run benchmark' }) as HTMLButtonElement).disabled).toBe(false);
+    await fireEvent.click(screen.getByRole('button', { name: 'Run benchmark' }));
+    send({ type: 'error', message: 'model file not found: x.gguf' });
+    expect(screen.getByRole('status').textContent).toBe('model file not found: x.gguf');
   });
 });

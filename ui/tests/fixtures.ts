@@ -1,6 +1,6 @@
 // Event sequences and a scriptable mock of the backend for component tests.
 import { vi } from 'vitest';
-import type { Api, BenchEvent, DownloadEvent, Settings } from '../src/lib/api';
+import type { Api, BenchEvent, DownloadEvent, ModelResult, Settings } from '../src/lib/api';
 import type { AgentEvent, Gauge, PlanRow } from '../src/lib/events';
 
 export function gauge(over: Partial<Gauge> = {}): Gauge {
@@ -142,4 +142,25 @@ export function mockApi(over: Partial<Api> = {}) {
     ...over,
   } satisfies Api;
   return { api, sinks, settings };
+}
+
+/** One model's result in mf-bench's shape (figures invented for the tests). */
+export function modelResult(over: Partial<ModelResult> = {}): ModelResult {
+  const stat = (mean: number, sd: number, min: number, n: number) => ({ mean, sd, min, n });
+  return {
+    model: 'SmolLM2-135M-Instruct.Q4_1',
+    overall: { baseline: 1.2, v1: 2.1 },
+    by_class: { aggregation: { baseline: 0.75, v1: 1.5 }, lookup: { baseline: 1.5, v1: 2.4 } },
+    by_dimension: { entity: { baseline: 1.2, v1: 3 } },
+    conditions: [
+      { condition: 'baseline', keyword: stat(1.2, 0.3, 0, 8), judge: stat(1.1, 0.2, 0, 8), tokens_before: 1490.4, tokens_after: 620.2, fallbacks: 0, empty_answers: 1 },
+      { condition: 'v1', keyword: stat(2.1, 0.1, 1, 8), judge: null, tokens_before: 1490.4, tokens_after: 770.9, fallbacks: 2, empty_answers: 0 },
+    ],
+    judge: { overall: { baseline: 1.1 }, by_class: { lookup: { baseline: 0.3 } }, by_dimension: {} },
+    control_brackets: { keyword: { identical: 3, paraphrase: 2.25, contradiction: 1.5, empty: 0 }, judge: { identical: 2.85, contradiction: 0.6 }, judge_unparsed: 1, probes: 4 },
+    worst_cells: [{ scenario: 'aggregation-01-long', condition: 'baseline', keyword_mean: 0.5, keyword_min: 0, judge_mean: null, judge_min: null }],
+    empty_by_budget: 0,
+    wall_s: 93.4,
+    ...over,
+  };
 }

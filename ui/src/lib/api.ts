@@ -110,6 +110,13 @@ export interface InvestigationRow {
 }
 
 // ---------------------------------------------------------------- benchmark
+//
+// The results mirror mf-bench's `ModelResult` (crates/mf-bench/src/results.rs),
+// the subset the panel shows, as serde writes it. The bench computes every
+// mean, spread and bracket; the panel only draws them.
+
+/** Top of both score scales (keyword 0–3, judge 0–3). */
+export const SCORE_MAX = 3;
 
 export interface BenchOptions {
   models: string[];
@@ -126,52 +133,69 @@ export interface BenchRequest {
   reps: number;
 }
 
-/** A mean with its bracket, as the bench computed it. */
-export interface Bracketed {
+/** Mean and spread of a score over repetitions. */
+export interface Stat {
   mean: number;
-  low: number;
-  high: number;
+  sd: number;
+  min: number;
   n: number;
 }
 
-export interface BenchCell extends Bracketed {
-  /** The class or dimension name. */
-  group: string;
+export interface ConditionSummary {
   condition: string;
+  keyword: Stat;
+  judge: Stat | null;
+  tokens_before: number;
+  tokens_after: number;
+  fallbacks: number;
+  empty_answers: number;
 }
 
-export interface JudgeControl extends Bracketed {
-  /** `identical`, `paraphrase`, `contradiction`. */
-  name: string;
-  /** The range the control must land in for the judge to count as calibrated. */
-  expected_low: number;
-  expected_high: number;
-  passed: boolean;
+/** group (class or dimension) → condition → mean. */
+export type Table = Record<string, Record<string, number>>;
+
+export interface Aggregates {
+  overall: Record<string, number>;
+  by_class: Table;
+  by_dimension: Table;
 }
 
-export interface BenchRow {
-  model: string;
+/** Mean score of each control answer (identical, paraphrase, contradiction, empty), per scorer. */
+export interface Brackets {
+  keyword: Record<string, number>;
+  judge: Record<string, number>;
+  judge_unparsed: number;
+  probes: number;
+}
+
+export interface Cell {
   scenario: string;
-  class: string;
   condition: string;
-  scorer: string;
-  rep: number;
-  score: number;
+  keyword_mean: number;
+  keyword_min: number;
+  judge_mean: number | null;
+  judge_min: number | null;
 }
 
-export interface BenchSummary {
-  /** Top of the score scale, for drawing bars. */
-  max: number;
-  by_class: BenchCell[];
-  by_dimension: BenchCell[];
-  judge_controls: JudgeControl[];
+/** Everything measured for one model. */
+export interface ModelResult {
+  model: string;
+  overall: Record<string, number>;
+  by_class: Table;
+  by_dimension: Table;
+  conditions: ConditionSummary[];
+  judge: Aggregates | null;
+  control_brackets: Brackets;
+  worst_cells: Cell[];
+  empty_by_budget: number;
+  wall_s: number;
 }
 
 export type BenchEvent =
   | { type: 'started'; run_id: string; total: number }
-  | { type: 'progress'; done: number; total: number; current: string }
-  | { type: 'result'; row: BenchRow }
-  | { type: 'finished'; summary: BenchSummary }
+  | { type: 'progress'; done: number; total: number; label: string }
+  | { type: 'model_result'; result: ModelResult }
+  | { type: 'finished' }
   | { type: 'cancelled' }
   | { type: 'error'; message: string };
 
