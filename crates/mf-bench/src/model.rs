@@ -1,0 +1,235 @@
+//! The model under test behind one blocking façade: generation, token
+//! counting, and the figures every call leaves (prefill, reuse, time).
+//!
+//! The benchmark is sequential by design (one model, one KV cache), so the
+//! async [`Backend`] is driven from a private current-thread runtime.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use mf_forgetting::{Message, Role as FRole, TokenCounter};
+use mf_inference::{Backend, CancelToken, ChatMessage, GenerateRequest, Generation, ModelInfo, Role, Sampling, ToolCall};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{BenchError, Result};
+
+/// What a call was for, so prefill can be reported per purpose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Purpose {
+    /// A probe answered over a (compacted) context.
+    Probe,
+    /// A compaction's summary pass.
+    Summary,
+    /// v2.1's withholding test.
+    Evaluator,
+    /// The judge grading an answer.
+    Judge,
+}
+
+/// Token and time figures of all calls of one purpose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct CallStats {
+    /// Calls made.
+    pub calls: u64,
+    /// Prompt tokens summed over calls: what a naive resend would prefill.
+    pub prompt_tokens: u64,
+    /// Prompt tokens actually decoded (the rest came from the KV cache).
+    pub decoded_tokens: u64,
+    /// Tokens generated.
+    pub completion_tokens: u64,
+    /// Of those, inside a thinking block.
+    pub thinking_tokens: u64,
+    /// Replies that stopped at `max_tokens`.
+    pub hit_max_tokens: u64,
+    /// Wall time, ms.
+    pub wall_ms: u64,
+}
+
+impl CallStats {
+    fn add(&mut self, g: &Generation, wall_ms: u64) {
+        self.calls += 1;
+        self.prompt_tokens += u64::from(g.usage.kv.prompt_tokens);
+        self.decoded_tokens += u64::from(g.usage.kv.decoded);
+        self.completion_tokens += u64::from(g.usage.completion_tokens);
+        self.thinking_tokens += u64::from(g.usage.thinking_tokens);
+        if g.stop_reason == mf_inference::StopReason::MaxTokens {
+            self.hit_max_tokens += 1;
+        }
+        self.wall_ms += wall_ms;
+    }
+
+    /// Adds another set of figures.
+    pub fn merge(&mut self, o: &CallStats) {
+        self.calls += o.calls;
+        self.prompt_tokens += o.prompt_tokens;
+        self.decoded_tokens += o.decoded_tokens;
+        self.completion_tokens += o.completion_tokens;
+        self.thinking_tokens += o.thinking_tokens;
+        self.hit_max_tokens += o.hit_max_tokens;
+        self.wall_ms += o.wall_ms;
+    }
+
+    /// Decoded ÷ prompt tokens (1.0 = no reuse), `None` without calls.
+    pub fn prefill_ratio(&self) -> Option<f64> {
+        (self.prompt_tokens > 0).then(|| self.decoded_tokens as f64 / self.prompt_tokens as f64)
+    }
+}
+
+/// The model, a runtime to drive it, a token-count cache and the call figures.
+pub struct Model {
+    backend: Arc<dyn Backend>,
+    llama: Option<Arc<mf_inference::LlamaSession>>,
+    rt: tokio::runtime::Runtime,
+    info: ModelInfo,
+    counts: RefCell<HashMap<String, usize>>,
+    stats: RefCell<HashMap<Purpose, CallStats>>,
+    /// Whether the backend reports real KV figures (llama.cpp only).
+    pub reports_kv: bool,
+}
+
+impl std::fmt::Debug for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Model").field("info", &self.info).finish_non_exhaustive()
+    }
+}
+
+impl Model {
+    /// Wraps an embedded llama.cpp session (exact per-message token counts).
+    ///
+    /// # Errors
+    /// When the runtime cannot be built.
+    pub fn llama(session: Arc<mf_inference::LlamaSession>) -> Result<Self> {
+        let mut m = Model::new(session.clone())?;
+        m.llama = Some(session);
+        Ok(m)
+    }
+
+    /// Wraps any backend (per-message counts then approximate; whole prompts are exact).
+    ///
+    /// # Errors
+    /// When the runtime cannot be built.
+    pub fn new(backend: Arc<dyn Backend>) -> Result<Self> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| BenchError::InvalidSetting { name: "runtime", reason: e.to_string() })?;
+        let info = backend.model_info();
+        let reports_kv = info.backend == "llama.cpp";
+        Ok(Model { backend, llama: None, rt, info, counts: RefCell::new(HashMap::new()), stats: RefCell::new(HashMap::new()), reports_kv })
+    }
+
+    /// What the backend says of its model.
+    pub fn info(&self) -> &ModelInfo {
+        &self.info
+    }
+
+    /// Generates (blocking), recording the figures under `purpose`.
+    ///
+    /// # Errors
+    /// The backend's.
+    pub fn generate(&self, purpose: Purpose, messages: Vec<ChatMessage>, sampling: Sampling) -> Result<Generation> {
+        let t = Instant::now();
+        let req = GenerateRequest { messages, tools: Vec::new(), sampling };
+        let g = self.rt.block_on(self.backend.generate(req, None, CancelToken::new()))?;
+        let ms = t.elapsed().as_millis() as u64;
+        self.stats.borrow_mut().entry(purpose).or_default().add(&g, ms);
+        Ok(g)
+    }
+
+    /// Tokens of one message: with llama.cpp, the model's tokenizer over its
+    /// text (tool calls as JSON) plus [`ROLE_OVERHEAD`] for the role markers;
+    /// elsewhere `None` (a server tokenises only whole conversations).
+    /// Cached by content.
+    ///
+    /// # Errors
+    /// The backend's.
+    pub fn count_message(&self, m: &Message) -> Result<Option<usize>> {
+        let Some(llama) = &self.llama else { return Ok(None) };
+        let text = m.analysis_text();
+        if let Some(&n) = self.counts.borrow().get(&text) {
+            return Ok(Some(n));
+        }
+        let n = llama.count_text_tokens_blocking(&text)? as usize + ROLE_OVERHEAD;
+        self.counts.borrow_mut().insert(text, n);
+        Ok(Some(n))
+    }
+
+    /// Tokens of a whole conversation's prompt.
+    ///
+    /// # Errors
+    /// The backend's.
+    pub fn count_conversation(&self, messages: &[ChatMessage]) -> Result<usize> {
+        Ok(self.rt.block_on(self.backend.count_tokens(messages, &[]))? as usize)
+    }
+
+    /// The figures so far, per purpose.
+    pub fn stats(&self) -> HashMap<Purpose, CallStats> {
+        self.stats.borrow().clone()
+    }
+
+    /// Forgets the figures.
+    pub fn reset_stats(&self) {
+        self.stats.borrow_mut().clear();
+    }
+}
+
+/// Tokens of role markers added per message (`<|im_start|>role\n … <|im_end|>\n`).
+pub const ROLE_OVERHEAD: usize = 4;
+
+/// A scenario message as the inference crate's chat message.
+pub fn to_chat(m: &Message) -> ChatMessage {
+    let role = match m.role {
+        FRole::System => Role::System,
+        FRole::User => Role::User,
+        FRole::Assistant => Role::Assistant,
+        FRole::Tool => Role::Tool,
+    };
+    ChatMessage {
+        role,
+        content: m.content.clone(),
+        tool_calls: m
+            .tool_calls
+            .iter()
+            .map(|c| ToolCall { id: c.id.clone(), name: c.name.clone(), arguments: c.arguments.clone() })
+            .collect(),
+        tool_call_id: m.tool_call_id.clone(),
+        name: m.name.clone(),
+    }
+}
+
+/// Counts with the model's tokenizer ([`Model::count_message`]); whole
+/// histories through the model's template. Where the backend cannot count
+/// one message (HTTP) or a count fails, the approximate counter is used and
+/// `approximated` is set, so the report can say so.
+pub struct ModelTokenCounter<'a> {
+    model: &'a Model,
+    /// Set when a count failed and the approximation was used.
+    pub approximated: std::cell::Cell<bool>,
+}
+
+impl<'a> ModelTokenCounter<'a> {
+    /// A counter over `model`.
+    pub fn new(model: &'a Model) -> Self {
+        ModelTokenCounter { model, approximated: std::cell::Cell::new(false) }
+    }
+}
+
+impl TokenCounter for ModelTokenCounter<'_> {
+    fn count_message(&self, message: &Message) -> usize {
+        match self.model.count_message(message) {
+            Ok(Some(n)) => n,
+            Ok(None) => {
+                self.approximated.set(true);
+                mf_forgetting::ApproxTokenCounter.count_message(message)
+            }
+            Err(e) => {
+                tracing::warn!("token count failed, approximating: {e}");
+                self.approximated.set(true);
+                mf_forgetting::ApproxTokenCounter.count_message(message)
+            }
+        }
+    }
+}

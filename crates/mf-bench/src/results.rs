@@ -1,0 +1,401 @@
+//! The results file: one object per model. Its top level carries the paper
+//! harness's per-model fields (`model`, `overall`, `by_class`,
+//! `by_dimension`, `scores[{scenario, probe, condition, dimension, score,
+//! answer}]`, keyword scores) plus this harness's additions. The schema is
+//! `schema/results.schema.json`; [`crate::schema`] checks a file against it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::CallStats;
+
+/// One probe answered under one condition in one repetition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScoreRow {
+    /// Scenario id.
+    pub scenario: String,
+    /// Probe id.
+    pub probe: String,
+    /// Condition.
+    pub condition: String,
+    /// Probe dimension.
+    pub dimension: String,
+    /// Keyword score 0–3 (the paper's `score`).
+    pub score: u8,
+    /// The model's answer.
+    pub answer: String,
+    /// Problem class of the scenario.
+    pub class: String,
+    /// Length bucket.
+    pub length: String,
+    /// Repetition, from 0.
+    pub rep: u32,
+    /// Judge score 0–3; `null` when the judge was not run or gave no grade.
+    pub judge: Option<u8>,
+    /// The judge's raw reply.
+    pub judge_raw: Option<String>,
+    /// Why generation stopped.
+    pub stop_reason: String,
+    /// Tokens generated.
+    pub completion_tokens: u32,
+    /// Of those, thinking.
+    pub thinking_tokens: u32,
+    /// Whether the answer was asked again because the first came back empty with its budget spent.
+    pub retried: bool,
+}
+
+/// A control answer's grades.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ControlRow {
+    /// Scenario id.
+    pub scenario: String,
+    /// Probe id.
+    pub probe: String,
+    /// Which control.
+    pub control: String,
+    /// The control answer.
+    pub answer: String,
+    /// Keyword score.
+    pub keyword: u8,
+    /// Judge score (`null`: not run or no grade).
+    pub judge: Option<u8>,
+}
+
+/// What one compaction did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompactionRow {
+    /// Scenario id.
+    pub scenario: String,
+    /// Condition.
+    pub condition: String,
+    /// Repetition.
+    pub rep: u32,
+    /// Prompt tokens of the history before (model template).
+    pub tokens_before: usize,
+    /// After.
+    pub tokens_after: usize,
+    /// Messages before.
+    pub messages_before: usize,
+    /// After.
+    pub messages_after: usize,
+    /// Why the 500-character fallback replaced the model summary, if it did.
+    pub fallback: Option<String>,
+    /// Messages kept verbatim inside the summary.
+    pub verbatim: usize,
+    /// Messages dropped.
+    pub dropped: usize,
+    /// v2.1 evaluator calls.
+    pub evaluator_calls: usize,
+    /// Whether per-message token counts were approximate (HTTP backends).
+    pub approximate_counts: bool,
+    /// Wall time, ms.
+    pub compaction_ms: u64,
+}
+
+/// Mean and spread of a score over repetitions.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Stat {
+    /// Mean over every score.
+    pub mean: f64,
+    /// Sample standard deviation of the per-repetition means (0 with one repetition).
+    pub sd: f64,
+    /// Lowest single score.
+    pub min: f64,
+    /// Scores counted.
+    pub n: usize,
+}
+
+/// One condition's summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConditionSummary {
+    /// Condition.
+    pub condition: String,
+    /// Keyword score.
+    pub keyword: Stat,
+    /// Judge score (`null` without judge).
+    pub judge: Option<Stat>,
+    /// Mean prompt tokens before compaction.
+    pub tokens_before: f64,
+    /// Mean prompt tokens after.
+    pub tokens_after: f64,
+    /// Compactions that used the fallback.
+    pub fallbacks: usize,
+    /// Empty answers.
+    pub empty_answers: usize,
+}
+
+/// A (scenario × condition) cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cell {
+    /// Scenario id.
+    pub scenario: String,
+    /// Condition.
+    pub condition: String,
+    /// Mean keyword score of the cell.
+    pub keyword_mean: f64,
+    /// Worst keyword score in the cell.
+    pub keyword_min: u8,
+    /// Mean judge score.
+    pub judge_mean: Option<f64>,
+    /// Worst judge score.
+    pub judge_min: Option<u8>,
+}
+
+/// One scorer's aggregates: per condition, per class × condition, per dimension × condition.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Aggregates {
+    /// Mean per condition.
+    pub overall: BTreeMap<String, f64>,
+    /// Mean per class, per condition.
+    pub by_class: BTreeMap<String, BTreeMap<String, f64>>,
+    /// Mean per probe dimension, per condition.
+    pub by_dimension: BTreeMap<String, BTreeMap<String, f64>>,
+}
+
+/// The control brackets: mean score per control, per scorer.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Brackets {
+    /// Keyword scorer: control → mean.
+    pub keyword: BTreeMap<String, f64>,
+    /// Judge: control → mean (empty without judge).
+    pub judge: BTreeMap<String, f64>,
+    /// Judge replies without a grade, over the controls.
+    pub judge_unparsed: usize,
+    /// Probes bracketed.
+    pub probes: usize,
+}
+
+/// Prefill figures.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Speed {
+    /// Per purpose (`probe`, `summary`, `evaluator`, `judge`).
+    pub calls: BTreeMap<String, CallStats>,
+    /// Probe calls: decoded ÷ prompt tokens (naive resend = 1.0); `null` when the backend reports no KV figures.
+    pub probe_prefill_ratio: Option<f64>,
+    /// Every call: decoded ÷ prompt tokens.
+    pub total_prefill_ratio: Option<f64>,
+}
+
+/// The run's settings, for reproduction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    /// Backend (`llama.cpp`, `ollama`, `openai`).
+    pub backend: String,
+    /// Context window of the model.
+    pub n_ctx: u32,
+    /// Compaction budget context `C`.
+    pub budget_context: usize,
+    /// Generation reserve `G`.
+    pub budget_reserve: usize,
+    /// Recent messages kept.
+    pub budget_recent: usize,
+    /// Probe temperature.
+    pub temperature: f32,
+    /// Probe answer limit.
+    pub answer_max_tokens: u32,
+    /// Thinking mode of every call (`off`).
+    pub thinking: String,
+    /// The probe prompt prefix.
+    pub probe_prompt: String,
+    /// Repetitions.
+    pub reps: u32,
+    /// Scorers run.
+    pub scorers: Vec<String>,
+    /// The judge model.
+    pub judge_model: Option<String>,
+    /// v2.1 evaluator recap limit.
+    pub evaluator_max_tokens: u32,
+    /// Scenario directory.
+    pub scenarios_dir: String,
+    /// Scenarios run.
+    pub scenarios: Vec<String>,
+}
+
+/// Everything measured for one model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelResult {
+    /// Model name.
+    pub model: String,
+    /// Keyword score per condition (paper-compatible).
+    pub overall: BTreeMap<String, f64>,
+    /// Keyword score per class per condition.
+    pub by_class: BTreeMap<String, BTreeMap<String, f64>>,
+    /// Keyword score per dimension per condition.
+    pub by_dimension: BTreeMap<String, BTreeMap<String, f64>>,
+    /// Every answer.
+    pub scores: Vec<ScoreRow>,
+    /// Conditions run, in order.
+    pub conditions: Vec<ConditionSummary>,
+    /// Judge aggregates (`null` without judge).
+    pub judge: Option<Aggregates>,
+    /// Control brackets.
+    pub control_brackets: Brackets,
+    /// Every control grade.
+    pub controls: Vec<ControlRow>,
+    /// Cells, worst first (by keyword mean, then judge mean).
+    pub worst_cells: Vec<Cell>,
+    /// Every compaction.
+    pub compactions: Vec<CompactionRow>,
+    /// Prefill and reuse.
+    pub speed: Speed,
+    /// Settings.
+    pub settings: Settings,
+    /// Empty answers caused by the token budget (must be 0).
+    pub empty_by_budget: usize,
+    /// Wall time, seconds.
+    pub wall_s: f64,
+}
+
+fn mean(v: &[f64]) -> f64 {
+    if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 }
+}
+
+fn sd(v: &[f64]) -> f64 {
+    if v.len() < 2 {
+        return 0.0;
+    }
+    let m = mean(v);
+    (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64).sqrt()
+}
+
+/// Statistic of `(rep, score)` pairs.
+pub fn stat(items: &[(u32, f64)]) -> Option<Stat> {
+    if items.is_empty() {
+        return None;
+    }
+    let mut per_rep: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
+    for (r, s) in items {
+        per_rep.entry(*r).or_default().push(*s);
+    }
+    let rep_means: Vec<f64> = per_rep.values().map(|v| mean(v)).collect();
+    let all: Vec<f64> = items.iter().map(|x| x.1).collect();
+    Some(Stat { mean: mean(&all), sd: sd(&rep_means), min: all.iter().copied().fold(f64::INFINITY, f64::min), n: all.len() })
+}
+
+/// Aggregates of one scorer over rows (`pick` returns the row's score).
+pub fn aggregate(rows: &[ScoreRow], pick: impl Fn(&ScoreRow) -> Option<u8>) -> Aggregates {
+    let mut overall: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut by_class: BTreeMap<String, BTreeMap<String, Vec<f64>>> = BTreeMap::new();
+    let mut by_dim: BTreeMap<String, BTreeMap<String, Vec<f64>>> = BTreeMap::new();
+    for r in rows {
+        let Some(s) = pick(r) else { continue };
+        let s = f64::from(s);
+        overall.entry(r.condition.clone()).or_default().push(s);
+        by_class.entry(r.class.clone()).or_default().entry(r.condition.clone()).or_default().push(s);
+        by_dim.entry(r.dimension.clone()).or_default().entry(r.condition.clone()).or_default().push(s);
+    }
+    let fold = |m: BTreeMap<String, Vec<f64>>| m.into_iter().map(|(k, v)| (k, mean(&v))).collect::<BTreeMap<_, _>>();
+    Aggregates {
+        overall: fold(overall),
+        by_class: by_class.into_iter().map(|(k, m)| (k, fold(m))).collect(),
+        by_dimension: by_dim.into_iter().map(|(k, m)| (k, fold(m))).collect(),
+    }
+}
+
+/// Cells (scenario × condition), worst first.
+pub fn cells(rows: &[ScoreRow]) -> Vec<Cell> {
+    let mut m: BTreeMap<(String, String), Vec<&ScoreRow>> = BTreeMap::new();
+    for r in rows {
+        m.entry((r.scenario.clone(), r.condition.clone())).or_default().push(r);
+    }
+    let mut out: Vec<Cell> = m
+        .into_iter()
+        .map(|((scenario, condition), rs)| {
+            let kw: Vec<f64> = rs.iter().map(|r| f64::from(r.score)).collect();
+            let j: Vec<u8> = rs.iter().filter_map(|r| r.judge).collect();
+            Cell {
+                scenario,
+                condition,
+                keyword_mean: mean(&kw),
+                keyword_min: rs.iter().map(|r| r.score).min().unwrap_or(0),
+                judge_mean: (!j.is_empty()).then(|| mean(&j.iter().map(|&x| f64::from(x)).collect::<Vec<_>>())),
+                judge_min: j.iter().copied().min(),
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        a.keyword_mean
+            .total_cmp(&b.keyword_mean)
+            .then(a.judge_mean.unwrap_or(0.0).total_cmp(&b.judge_mean.unwrap_or(0.0)))
+            .then(a.scenario.cmp(&b.scenario))
+            .then(a.condition.cmp(&b.condition))
+    });
+    out
+}
+
+/// Control brackets over control rows.
+pub fn brackets(rows: &[ControlRow], judged: bool) -> Brackets {
+    let mut kw: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut j: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut unparsed = 0;
+    let mut probes = std::collections::BTreeSet::new();
+    for r in rows {
+        probes.insert((r.scenario.clone(), r.probe.clone()));
+        kw.entry(r.control.clone()).or_default().push(f64::from(r.keyword));
+        if judged {
+            match r.judge {
+                Some(s) => j.entry(r.control.clone()).or_default().push(f64::from(s)),
+                None => unparsed += 1,
+            }
+        }
+    }
+    Brackets {
+        keyword: kw.into_iter().map(|(k, v)| (k, mean(&v))).collect(),
+        judge: j.into_iter().map(|(k, v)| (k, mean(&v))).collect(),
+        judge_unparsed: unparsed,
+        probes: probes.len(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn row(scenario: &str, condition: &str, rep: u32, score: u8, judge: Option<u8>) -> ScoreRow {
+        ScoreRow {
+            scenario: scenario.into(),
+            probe: "p1".into(),
+            condition: condition.into(),
+            dimension: "fact_retention".into(),
+            score,
+            answer: "a".into(),
+            class: "lookup".into(),
+            length: "short".into(),
+            rep,
+            judge,
+            judge_raw: None,
+            stop_reason: "end_of_turn".into(),
+            completion_tokens: 3,
+            thinking_tokens: 0,
+            retried: false,
+        }
+    }
+
+    #[test]
+    fn stats_over_reps() {
+        let s = stat(&[(0, 3.0), (0, 1.0), (1, 2.0), (1, 2.0)]).unwrap();
+        assert_eq!(s.mean, 2.0);
+        assert_eq!(s.sd, 0.0);
+        assert_eq!(s.min, 1.0);
+        let s = stat(&[(0, 3.0), (1, 1.0)]).unwrap();
+        assert!((s.sd - std::f64::consts::SQRT_2).abs() < 1e-12);
+        assert!(stat(&[]).is_none());
+    }
+
+    #[test]
+    fn aggregates_and_worst_cells() {
+        let rows = vec![row("a", "v1", 0, 3, Some(2)), row("a", "v1", 0, 1, None), row("b", "v1", 0, 0, Some(0)), row("a", "full", 0, 3, Some(3))];
+        let a = aggregate(&rows, |r| Some(r.score));
+        assert!((a.overall["v1"] - 4.0 / 3.0).abs() < 1e-12);
+        assert_eq!(a.by_class["lookup"]["full"], 3.0);
+        let j = aggregate(&rows, |r| r.judge);
+        assert_eq!(j.overall["v1"], 1.0);
+        let c = cells(&rows);
+        assert_eq!((c[0].scenario.as_str(), c[0].condition.as_str(), c[0].keyword_min), ("b", "v1", 0));
+        assert_eq!(c.last().unwrap().condition, "full");
+        assert_eq!(c[1].keyword_min, 1);
+        assert_eq!(c[1].judge_min, Some(2));
+    }
+}
