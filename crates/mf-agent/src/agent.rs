@@ -1,69 +1,31 @@
 //! The loop.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
+use mf_forgetting::{Budget, ExitConfig, ExitEvent, ExitMonitor, ForgettingError, Message, PlanConfig, StrategyKind};
 use mf_inference::{Backend, CancelToken, ChatMessage, GenerateRequest, Sampling, StreamEvent, ToolSpec};
+use mf_tools::Requirement;
 
-use crate::compact::{self, SUMMARY_INSTRUCTION};
+use crate::compact::{CompactionJob, DeltaSource, ModelCounter, chat_history};
 use crate::error::AgentError;
-use crate::events::{AgentEvent, EventSink, ExitReason, Gauge};
-use crate::tools::{ApprovalRequest, Approver, Policy, ToolRunner, arguments_hash, canonical_json};
-
-/// The compaction strategy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Strategy {
-    /// Never compact (the loop exits "context exhausted" instead).
-    None,
-    /// Drop the compressible zone (hard truncation: pinned + recent).
-    Baseline,
-    /// Pinned + model summary of the compressible zone + recent (METHOD.md §2).
-    V1,
-}
-
-impl std::str::FromStr for Strategy {
-    type Err = AgentError;
-    fn from_str(s: &str) -> Result<Self, AgentError> {
-        match s {
-            "none" => Ok(Strategy::None),
-            "baseline" => Ok(Strategy::Baseline),
-            "v1" => Ok(Strategy::V1),
-            "masking" | "v2" | "v2.1" => Err(AgentError::InvalidSetting(format!(
-                "strategy `{s}` lives in mf-forgetting, which does not export it yet; use none, baseline or v1"
-            ))),
-            other => Err(AgentError::InvalidSetting(format!("unknown strategy `{other}` (none, baseline, v1)"))),
-        }
-    }
-}
-
-impl Strategy {
-    /// Its name.
-    #[must_use]
-    pub fn name(self) -> &'static str {
-        match self {
-            Strategy::None => "none",
-            Strategy::Baseline => "baseline",
-            Strategy::V1 => "v1",
-        }
-    }
-}
+use crate::events::{AgentEvent, EventSink, ExitReason, Gauge, Purpose};
+use crate::tools::{Approver, ToolFailure, ToolReply, ToolRunner};
 
 /// Settings of one investigation.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct AgentSettings {
     /// The system prompt.
     pub system_prompt: String,
-    /// Compaction strategy.
-    pub strategy: Strategy,
+    /// Compaction strategy: none, baseline, masking, v1, v2, v2.1.
+    pub strategy: StrategyKind,
     /// Generation reserve `G` (also the most tokens one reply may take).
     pub reserve: u32,
     /// Trigger ratio of `C − G`.
     pub ratio: f64,
     /// Recent messages kept verbatim.
     pub recent: usize,
-    /// Stop after this many consecutive failed tool calls.
-    pub max_consecutive_failures: u32,
+    /// Dynamic exits (consecutive errors, exhaustion, compaction-loop guard).
+    pub exit: ExitConfig,
     /// Optional cap on rounds (off by default: exits are dynamic).
     pub safety_cap: Option<u32>,
     /// Tool arguments longer than this (bytes of JSON) are refused.
@@ -72,21 +34,27 @@ pub struct AgentSettings {
     pub max_result_chars: usize,
     /// Sampling of the investigation replies (max_tokens is set from `reserve`).
     pub sampling: Sampling,
+    /// Plan settings of mf-forgetting (γ, λ, character cuts, summary sampling).
+    pub plan: PlanConfig,
+    /// How v2.1 ranks in the loop.
+    pub delta: DeltaSource,
 }
 
 impl Default for AgentSettings {
     fn default() -> Self {
         Self {
             system_prompt: "You are an investigator. Use the tools to find facts, then answer the question concisely. Call one tool at a time.".into(),
-            strategy: Strategy::V1,
+            strategy: StrategyKind::V2,
             reserve: 512,
             ratio: 0.75,
             recent: 2,
-            max_consecutive_failures: 3,
+            exit: ExitConfig::default(),
             safety_cap: None,
             max_argument_bytes: 8192,
             max_result_chars: 4000,
             sampling: Sampling::greedy(512),
+            plan: PlanConfig::default(),
+            delta: DeltaSource::Model,
         }
     }
 }
@@ -103,8 +71,8 @@ pub struct Outcome {
     /// Compactions run.
     pub compactions: u32,
     /// The final history.
-    pub history: Vec<ChatMessage>,
-    /// The largest prompt sent to the model (tokens).
+    pub history: Vec<Message>,
+    /// The largest prompt sent to the model (exact tokens).
     pub max_prompt_tokens: u32,
 }
 
@@ -115,13 +83,21 @@ pub struct Agent {
     approver: Arc<dyn Approver>,
     settings: AgentSettings,
     cancel: CancelToken,
+    specs: Vec<ToolSpec>,
+    counter: Arc<ModelCounter>,
+    next_id: usize,
     /// The history before the last compaction, for [`Agent::undo_compaction`].
-    before_compaction: Option<Vec<ChatMessage>>,
+    before_compaction: Option<Vec<Message>>,
 }
 
-enum Step {
-    Go,
-    Exit(ExitReason),
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent").field("settings", &self.settings).finish_non_exhaustive()
+    }
+}
+
+fn n32(x: usize) -> u32 {
+    u32::try_from(x).unwrap_or(u32::MAX)
 }
 
 impl Agent {
@@ -130,90 +106,151 @@ impl Agent {
     /// # Errors
     /// [`AgentError::InvalidSetting`] when the budget is impossible for the backend's context.
     pub fn new(backend: Arc<dyn Backend>, tools: Arc<dyn ToolRunner>, approver: Arc<dyn Approver>, settings: AgentSettings) -> Result<Self, AgentError> {
-        let c = backend.context_size();
-        if settings.reserve >= c {
-            return Err(AgentError::InvalidSetting(format!("reserve {} must be below the context {c}", settings.reserve)));
-        }
-        if !(settings.ratio > 0.0 && settings.ratio <= 1.0) {
-            return Err(AgentError::InvalidSetting(format!("ratio {} must be in (0, 1]", settings.ratio)));
-        }
-        Ok(Self { backend, tools, approver, settings, cancel: CancelToken::new(), before_compaction: None })
+        let budget = Budget {
+            context: backend.context_size() as usize,
+            reserve: settings.reserve as usize,
+            ratio: settings.ratio,
+            recent: settings.recent,
+        };
+        budget.validate().map_err(|e| AgentError::InvalidSetting(e.to_string()))?;
+        settings.plan.validate().map_err(|e| AgentError::InvalidSetting(e.to_string()))?;
+        let specs = tools.specs();
+        let counter = Arc::new(ModelCounter::new(backend.clone(), specs.clone()));
+        Ok(Self { backend, tools, approver, settings, cancel: CancelToken::new(), specs, counter, next_id: 0, before_compaction: None })
     }
 
-    /// A token that cancels the current generation.
+    /// A token that cancels the investigation (the current generation stops at its next token).
     #[must_use]
     pub fn cancel_token(&self) -> CancelToken {
         self.cancel.clone()
     }
 
+    /// The budget `{C, G, ratio, recent}`.
+    #[must_use]
+    pub fn budget(&self) -> Budget {
+        Budget {
+            context: self.backend.context_size() as usize,
+            reserve: self.settings.reserve as usize,
+            ratio: self.settings.ratio,
+            recent: self.settings.recent,
+        }
+    }
+
     /// `⌊ratio · (C − G)⌋`.
     #[must_use]
     pub fn threshold(&self) -> u32 {
-        let room = self.backend.context_size().saturating_sub(self.settings.reserve);
-        (self.settings.ratio * f64::from(room)).floor() as u32
+        n32(self.budget().threshold())
     }
 
     /// The history as it was before the last compaction (taking it clears it).
-    pub fn undo_compaction(&mut self) -> Option<Vec<ChatMessage>> {
+    pub fn undo_compaction(&mut self) -> Option<Vec<Message>> {
         self.before_compaction.take()
     }
 
-    async fn count(&self, msgs: &[ChatMessage], tools: &[ToolSpec]) -> Result<u32, AgentError> {
-        Ok(self.backend.count_tokens(msgs, tools).await?)
+    fn id(&mut self) -> String {
+        let id = format!("m{}", self.next_id);
+        self.next_id += 1;
+        id
     }
 
-    async fn gauge(&self, h: &[ChatMessage], tools: &[ToolSpec]) -> Result<Gauge, AgentError> {
-        let z = compact::zones(h, self.settings.recent);
-        let total = self.count(h, tools).await?;
-        let upto_pinned = self.count(&h[..z.pinned_end], tools).await?;
-        let upto_recent = if z.recent_start == z.pinned_end { upto_pinned } else { self.count(&h[..z.recent_start], tools).await? };
+    /// Measures the history: exact prompt tokens and per-zone counts.
+    async fn gauge(&self, h: &[Message]) -> Result<Gauge, AgentError> {
+        let exact = self.backend.count_tokens(&chat_history(h), &self.specs).await?;
+        let (pinned_end, recent_start) = match mf_forgetting::zones::partition(h, self.settings.recent) {
+            Ok(z) => (z.pinned_end, z.recent_start),
+            Err(_) => (h.len(), h.len()),
+        };
+        let mut zones = [0usize; 3];
+        for (i, m) in h.iter().enumerate() {
+            let n = self.counter.count_async(m).await;
+            let z = if i < pinned_end {
+                0
+            } else if i < recent_start {
+                1
+            } else {
+                2
+            };
+            zones[z] += n;
+        }
         let c = self.backend.context_size();
         Ok(Gauge {
-            pinned: upto_pinned,
-            compressible: upto_recent.saturating_sub(upto_pinned),
-            recent: total.saturating_sub(upto_recent),
-            free: c.saturating_sub(self.settings.reserve).saturating_sub(total),
+            pinned: n32(zones[0]),
+            compressible: n32(zones[1]),
+            recent: n32(zones[2]),
+            free: c.saturating_sub(self.settings.reserve).saturating_sub(exact),
             threshold: self.threshold(),
+            prompt_tokens: exact,
             context: c,
             reserve: self.settings.reserve,
+            messages: n32(h.len()),
         })
     }
 
     /// Runs an investigation of `question` to its end.
     ///
     /// # Errors
-    /// Only failures the loop cannot turn into an event and an exit (the store
-    /// is the caller's sink and does not fail the loop).
+    /// A model failure the loop cannot turn into an exit (it is also emitted as an error event).
     pub async fn run(&mut self, question: &str, sink: &mut dyn EventSink) -> Result<Outcome, AgentError> {
-        let history = vec![ChatMessage::system(self.settings.system_prompt.clone()), ChatMessage::user(question.to_string())];
-        self.run_from(history, sink).await
+        let system = self.id();
+        let user = self.id();
+        let history = vec![Message::system(&system, &self.settings.system_prompt), Message::user(&user, question)];
+        self.run_from(history, false, sink).await
     }
 
-    /// Continues an investigation from a stored history.
+    /// Continues an investigation from a stored history. A trailing tool call
+    /// without a result (a crash mid-call) gets an `interrupted` error result:
+    /// it is never re-run without the model asking, and approval, again.
     ///
     /// # Errors
     /// As [`Agent::run`].
-    pub async fn run_from(&mut self, mut history: Vec<ChatMessage>, sink: &mut dyn EventSink) -> Result<Outcome, AgentError> {
-        let tools = self.tools.specs();
+    pub async fn resume(&mut self, mut history: Vec<Message>, sink: &mut dyn EventSink) -> Result<Outcome, AgentError> {
+        self.next_id = history
+            .iter()
+            .filter_map(|m| m.id.0.strip_prefix('m').and_then(|n| n.parse::<usize>().ok()))
+            .max()
+            .map_or(history.len(), |n| n + 1);
+        let answered: Vec<String> = history.iter().filter_map(|m| m.tool_call_id.clone()).collect();
+        let open: Vec<(String, String)> = history
+            .iter()
+            .flat_map(|m| m.tool_calls.iter())
+            .filter(|c| !answered.contains(&c.id))
+            .map(|c| (c.id.clone(), c.name.clone()))
+            .collect();
+        for (call_id, name) in open {
+            let id = self.id();
+            history.push(Message::tool_error(&id, &call_id, &name, "ERROR interrupted: the program stopped during this call; it was not re-run."));
+        }
+        self.run_from(history, true, sink).await
+    }
+
+    async fn run_from(&mut self, mut history: Vec<Message>, resumed: bool, sink: &mut dyn EventSink) -> Result<Outcome, AgentError> {
+        let question = mf_forgetting::message::question_index(&history).map(|i| history[i].content.clone()).unwrap_or_default();
         let info = self.backend.model_info();
-        let question = history.iter().find(|m| m.role == mf_inference::Role::User).map(|m| m.content.clone()).unwrap_or_default();
-        sink.emit(&AgentEvent::Started {
-            question,
-            strategy: self.settings.strategy.name().into(),
-            model: info.name,
-            context: self.backend.context_size(),
-            reserve: self.settings.reserve,
-            threshold: self.threshold(),
-        });
-        let mut seen: HashSet<String> = HashSet::new();
-        let mut failures = 0u32;
-        let mut rounds = 0u32;
-        let mut compactions = 0u32;
-        let mut last_compaction_round: Option<u32> = None;
-        let mut max_prompt = 0u32;
         let threshold = self.threshold();
         let context = self.backend.context_size();
-        let reason: ExitReason = loop {
+        sink.emit(&AgentEvent::Started {
+            question,
+            strategy: self.settings.strategy.as_str().into(),
+            model: info.name,
+            context,
+            reserve: self.settings.reserve,
+            threshold,
+            tools: self.specs.iter().map(|s| s.name.clone()).collect(),
+            resumed,
+        });
+        sink.history(&history);
+        let mut monitor = ExitMonitor::new(self.settings.exit);
+        for c in history.iter().flat_map(|m| m.tool_calls.iter()) {
+            let _ = monitor.observe(&ExitEvent::ToolCall { name: c.name.clone(), arguments: c.arguments.clone() });
+        }
+        let budget = self.budget();
+        let mut rounds = 0u32;
+        let mut compactions = 0u32;
+        let mut max_prompt = 0u32;
+        let reason: ExitReason = 'outer: loop {
+            if self.cancel.is_cancelled() {
+                break ExitReason::Cancelled;
+            }
             if let Some(cap) = self.settings.safety_cap
                 && rounds >= cap
             {
@@ -221,104 +258,163 @@ impl Agent {
             }
             rounds += 1;
             sink.emit(&AgentEvent::Round { round: rounds });
-            let mut g = self.gauge(&history, &tools).await?;
-            sink.emit(&AgentEvent::Gauge(g));
-            if g.total() > threshold && history.len() > 4 && self.settings.strategy != Strategy::None {
-                if last_compaction_round == Some(rounds - 1) && g.compressible == 0 {
-                    break ExitReason::CompactionLoop;
-                }
-                let before = g.total();
-                let (h2, g2) = self.compact(&history, &tools, g, rounds, sink).await?;
+            let mut g = self.gauge(&history).await?;
+            sink.emit(&AgentEvent::Gauge { gauge: g });
+            if self.settings.strategy != StrategyKind::None && budget.should_compact(g.prompt_tokens as usize, history.len()) {
                 compactions += 1;
-                last_compaction_round = Some(rounds);
-                if g2.total() >= before {
-                    history = h2;
-                    break ExitReason::CompactionLoop;
+                match self.compact(&history, g, rounds, sink).await? {
+                    Ok((h2, g2)) => {
+                        let ev = ExitEvent::Compaction {
+                            tokens_before: g.prompt_tokens as usize,
+                            tokens_after: g2.prompt_tokens as usize,
+                            threshold: threshold as usize,
+                            messages_after: h2.len(),
+                        };
+                        history = h2;
+                        g = g2;
+                        sink.history(&history);
+                        if let Some(r) = monitor.observe(&ev) {
+                            break ExitReason::from(r);
+                        }
+                    }
+                    Err(reason) => break reason,
                 }
-                history = h2;
-                g = g2;
             }
-            if g.total() > threshold && (history.len() <= 4 || self.settings.strategy == Strategy::None) {
-                break ExitReason::ContextExhausted { tokens: g.total(), threshold };
+            if g.prompt_tokens + self.settings.reserve > context {
+                break ExitReason::ContextExhausted { tokens: g.prompt_tokens, threshold, messages: n32(history.len()) };
             }
-            if g.total() + self.settings.reserve > context {
-                break ExitReason::ContextExhausted { tokens: g.total(), threshold };
-            }
+            max_prompt = max_prompt.max(g.prompt_tokens);
             let mut sampling = self.settings.sampling.clone();
             sampling.max_tokens = self.settings.reserve;
-            let reply_result = self.generate(history.clone(), tools.clone(), sampling, rounds, sink).await;
-            let reply = match reply_result {
-                Ok(g) => g,
+            let reply = match self.generate(chat_history(&history), self.specs.clone(), sampling, rounds, Purpose::Round, sink).await {
+                Ok(r) => r,
                 Err(e) => {
                     sink.emit(&AgentEvent::Error { message: e.to_string() });
                     return Err(e);
                 }
             };
-            max_prompt = max_prompt.max(reply.usage.kv.prompt_tokens);
+            if reply.stop_reason == mf_inference::StopReason::Cancelled {
+                break ExitReason::Cancelled;
+            }
             if let Some(err) = reply.tool_parse_error.clone() {
-                history.push(ChatMessage::assistant(reply.raw_text.clone()));
-                let msg = format!("ERROR malformed_tool_call: {err}. Call a tool with valid JSON arguments, or answer.");
-                sink.emit(&AgentEvent::ToolResult { call_id: String::new(), name: String::new(), ok: false, content: msg.clone(), truncated: None });
-                history.push(ChatMessage::user(msg));
-                failures += 1;
-                if failures >= self.settings.max_consecutive_failures {
-                    break ExitReason::ConsecutiveFailures { count: failures };
+                let id = self.id();
+                history.push(Message::assistant(&id, &reply.raw_text));
+                let f = ToolFailure::new("malformed_tool_call", format!("{err}. Call a tool with one valid JSON object of arguments, or answer."));
+                let id = self.id();
+                let mut m = Message::user(&id, &f.to_model_text());
+                m.is_error = true;
+                history.push(m);
+                sink.emit(&AgentEvent::ToolResult { call_id: String::new(), name: String::new(), ok: false, error: Some(f.kind.clone()), content: f.to_model_text(), truncated: None });
+                sink.history(&history);
+                if let Some(r) = monitor.observe(&ExitEvent::ToolResult { is_error: true }) {
+                    break ExitReason::from(r);
                 }
                 continue;
             }
             if reply.tool_calls.is_empty() {
                 let text = reply.content.trim().to_string();
-                history.push(ChatMessage::assistant(text.clone()));
+                let id = self.id();
+                history.push(Message::assistant(&id, &text));
+                sink.history(&history);
                 sink.emit(&AgentEvent::FinalAnswer { text: text.clone() });
-                sink.emit(&AgentEvent::Exit { reason: ExitReason::FinalAnswer, rounds });
+                sink.emit(&AgentEvent::Exit { reason: ExitReason::FinalAnswer, rounds, compactions });
                 return Ok(Outcome { reason: ExitReason::FinalAnswer, answer: Some(text), rounds, compactions, history, max_prompt_tokens: max_prompt });
             }
-            history.push(ChatMessage::assistant_tool_calls(reply.content.clone(), reply.tool_calls.clone()));
-            let mut step = Step::Go;
-            for call in &reply.tool_calls {
+            // Ids: the parser's when unique and non-empty, else ours.
+            let mut calls = reply.tool_calls.clone();
+            for (i, c) in calls.iter_mut().enumerate() {
+                if c.id.is_empty() || history.iter().any(|m| m.tool_calls.iter().any(|t| t.id == c.id)) {
+                    c.id = format!("call_{rounds}_{i}");
+                }
+            }
+            let id = self.id();
+            let fcalls = calls
+                .iter()
+                .map(|c| mf_forgetting::ToolCall { id: c.id.clone(), name: c.name.clone(), arguments: c.arguments.clone() })
+                .collect();
+            history.push(Message::assistant_calls(&id, &reply.content, fcalls));
+            sink.history(&history);
+            let mut exit: Option<ExitReason> = None;
+            for call in &calls {
                 sink.emit(&AgentEvent::ToolCall { call_id: call.id.clone(), name: call.name.clone(), arguments: call.arguments.clone() });
-                let key = format!("{}\u{0}{}", call.name, canonical_json(&call.arguments));
-                if !seen.insert(key) {
-                    step = Step::Exit(ExitReason::RepeatedToolCall { name: call.name.clone() });
-                    history.push(ChatMessage::tool_result(call.id.clone(), call.name.clone(), "ERROR repeated_call: this exact call was already made."));
-                    continue;
-                }
-                let (ok, content, truncated) = self.run_call(call, &tools, sink).await;
-                sink.emit(&AgentEvent::ToolResult { call_id: call.id.clone(), name: call.name.clone(), ok, content: content.clone(), truncated });
-                history.push(ChatMessage::tool_result(call.id.clone(), call.name.clone(), content));
-                if ok {
-                    failures = 0;
+                let result = if exit.is_some() {
+                    Err(ToolFailure::new("not_run", "the investigation is stopping"))
+                } else if let Some(r) = monitor.observe(&ExitEvent::ToolCall { name: call.name.clone(), arguments: call.arguments.clone() }) {
+                    exit = Some(ExitReason::from(r));
+                    Err(ToolFailure::new("repeated_call", "this exact call was already made; its result is above"))
                 } else {
-                    failures += 1;
+                    self.run_call(call, sink).await
+                };
+                let id = self.id();
+                let (msg, ev) = match result {
+                    Ok(reply) => {
+                        let (content, truncated) = self.cut(reply);
+                        (
+                            Message::tool_result(&id, &call.id, &call.name, &content),
+                            AgentEvent::ToolResult { call_id: call.id.clone(), name: call.name.clone(), ok: true, error: None, content, truncated },
+                        )
+                    }
+                    Err(f) => (
+                        Message::tool_error(&id, &call.id, &call.name, &f.to_model_text()),
+                        AgentEvent::ToolResult { call_id: call.id.clone(), name: call.name.clone(), ok: false, error: Some(f.kind.clone()), content: f.to_model_text(), truncated: None },
+                    ),
+                };
+                let is_error = msg.is_error;
+                history.push(msg);
+                sink.emit(&ev);
+                sink.history(&history);
+                if exit.is_none()
+                    && let Some(r) = monitor.observe(&ExitEvent::ToolResult { is_error })
+                {
+                    exit = Some(ExitReason::from(r));
                 }
             }
-            if let Step::Exit(r) = step {
-                break r;
-            }
-            if failures >= self.settings.max_consecutive_failures {
-                break ExitReason::ConsecutiveFailures { count: failures };
+            if let Some(r) = exit {
+                break 'outer r;
             }
         };
-        // A dynamic exit: ask once for the answer from what was gathered, if it fits.
-        let answer = self.closing_answer(&mut history, rounds, sink).await;
-        sink.emit(&AgentEvent::Exit { reason: reason.clone(), rounds });
+        let answer = if matches!(reason, ExitReason::Cancelled) { None } else { self.closing_answer(&mut history, rounds, sink).await };
+        sink.history(&history);
+        sink.emit(&AgentEvent::Exit { reason: reason.clone(), rounds, compactions });
         Ok(Outcome { reason, answer, rounds, compactions, history, max_prompt_tokens: max_prompt })
     }
 
-    async fn closing_answer(&self, history: &mut Vec<ChatMessage>, round: u32, sink: &mut dyn EventSink) -> Option<String> {
+    fn cut(&self, reply: ToolReply) -> (String, Option<String>) {
+        let n = reply.content.chars().count();
+        let max = self.settings.max_result_chars;
+        if n > max {
+            let head: String = reply.content.chars().take(max).collect();
+            let mut note = format!("result cut to {max} of {n} characters");
+            if let Some(t) = reply.truncated {
+                note = format!("{t}; {note}");
+            }
+            (format!("{head}\n[{note}]"), Some(note))
+        } else if let Some(t) = reply.truncated {
+            (format!("{}\n[{t}]", reply.content), Some(t))
+        } else {
+            (reply.content, None)
+        }
+    }
+
+    /// After a dynamic exit: ask once, without tools, for the answer from what
+    /// was gathered, if it fits the window.
+    async fn closing_answer(&mut self, history: &mut Vec<Message>, round: u32, sink: &mut dyn EventSink) -> Option<String> {
         let mut h = history.clone();
-        h.push(ChatMessage::user("Stop calling tools. Answer the original question now from what you gathered.".to_string()));
-        let n = self.count(&h, &[]).await.ok()?;
+        let id = self.id();
+        h.push(Message::user(&id, "Stop calling tools. Answer the original question now from what you gathered."));
+        let n = self.backend.count_tokens(&chat_history(&h), &[]).await.ok()?;
         if n + self.settings.reserve > self.backend.context_size() {
+            sink.emit(&AgentEvent::Error { message: format!("no closing answer: {n} prompt tokens leave no room for it") });
             return None;
         }
         let mut sampling = self.settings.sampling.clone();
         sampling.max_tokens = self.settings.reserve;
-        match self.generate(h.clone(), Vec::new(), sampling, round, sink).await {
+        match self.generate(chat_history(&h), Vec::new(), sampling, round, Purpose::Answer, sink).await {
             Ok(g) => {
                 let text = g.content.trim().to_string();
                 sink.emit(&AgentEvent::FinalAnswer { text: text.clone() });
-                h.push(ChatMessage::assistant(text.clone()));
+                let id = self.id();
+                h.push(Message::assistant(&id, &text));
                 *history = h;
                 Some(text)
             }
@@ -329,7 +425,15 @@ impl Agent {
         }
     }
 
-    async fn generate(&self, messages: Vec<ChatMessage>, tools: Vec<ToolSpec>, sampling: Sampling, round: u32, sink: &mut dyn EventSink) -> Result<mf_inference::Generation, AgentError> {
+    async fn generate(
+        &self,
+        messages: Vec<ChatMessage>,
+        tools: Vec<ToolSpec>,
+        sampling: Sampling,
+        round: u32,
+        purpose: Purpose,
+        sink: &mut dyn EventSink,
+    ) -> Result<mf_inference::Generation, AgentError> {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<StreamEvent>();
         let req = GenerateRequest { messages, tools, sampling };
         let fut = self.backend.generate(req, Some(tx), self.cancel.clone());
@@ -344,123 +448,132 @@ impl Agent {
             forward(&ev, sink);
         }
         let g = result?;
-        sink.emit(&AgentEvent::Kv { round, stats: g.usage.kv, completion_tokens: g.usage.completion_tokens });
+        sink.emit(&AgentEvent::Kv { round, purpose, stats: g.usage.kv.into(), completion_tokens: g.usage.completion_tokens });
         Ok(g)
     }
 
-    async fn run_call(&self, call: &mf_inference::ToolCall, tools: &[ToolSpec], sink: &mut dyn EventSink) -> (bool, String, Option<String>) {
-        if !tools.iter().any(|t| t.name == call.name) {
-            let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-            return (false, format!("ERROR unknown_tool: no tool named `{}`; available: {}", call.name, names.join(", ")), None);
+    /// Validates, approves and runs one call; every refusal is a structured error.
+    async fn run_call(&self, call: &mf_inference::ToolCall, sink: &mut dyn EventSink) -> Result<ToolReply, ToolFailure> {
+        if !self.specs.iter().any(|t| t.name == call.name) {
+            let names: Vec<&str> = self.specs.iter().map(|t| t.name.as_str()).collect();
+            return Err(ToolFailure::new("unknown_tool", format!("no tool named `{}`; available: {}", call.name, names.join(", "))));
         }
-        let arg_len = call.arguments.to_string().len();
-        if arg_len > self.settings.max_argument_bytes {
-            return (false, format!("ERROR oversized_arguments: {arg_len} bytes of arguments, the limit is {}", self.settings.max_argument_bytes), None);
-        }
-        if !call.arguments.is_object() {
-            return (false, "ERROR invalid_arguments: arguments must be a JSON object".into(), None);
-        }
-        let approved = match self.tools.policy(&call.name, &call.arguments) {
-            Policy::Auto => {
-                sink.emit(&AgentEvent::ApprovalDecided { call_id: call.id.clone(), approved: true, by: "policy".into() });
-                true
-            }
-            Policy::Deny => {
-                sink.emit(&AgentEvent::ApprovalDecided { call_id: call.id.clone(), approved: false, by: "policy".into() });
-                false
-            }
-            Policy::Ask => {
-                let hash = arguments_hash(&call.name, &call.arguments);
-                sink.emit(&AgentEvent::ApprovalRequested { call_id: call.id.clone(), name: call.name.clone(), arguments_hash: hash.clone() });
-                let req = ApprovalRequest { call_id: call.id.clone(), name: call.name.clone(), arguments: call.arguments.clone(), arguments_hash: hash.clone() };
-                let (approved, by) = match self.approver.decide(&req).await {
-                    None => (false, "no answer"),
-                    Some(d) if d.call_id != call.id || d.arguments_hash != hash => (false, "mismatch"),
-                    Some(d) => (d.approved, "approver"),
-                };
-                sink.emit(&AgentEvent::ApprovalDecided { call_id: call.id.clone(), approved, by: by.into() });
-                approved
-            }
+        let args_json = match &call.arguments {
+            serde_json::Value::String(s) => s.clone(),
+            v => v.to_string(),
         };
-        if !approved {
-            return (false, "ERROR denied: the user did not approve this call".into(), None);
+        if args_json.len() > self.settings.max_argument_bytes {
+            return Err(ToolFailure::new(
+                "arguments_too_large",
+                format!("{} bytes of arguments, the limit is {}", args_json.len(), self.settings.max_argument_bytes),
+            ));
         }
-        match self.tools.run(&call.name, &call.arguments).await {
-            Ok(text) => {
-                let n = text.chars().count();
-                if n > self.settings.max_result_chars {
-                    let head: String = text.chars().take(self.settings.max_result_chars).collect();
-                    let note = format!("result cut to {} of {n} characters", self.settings.max_result_chars);
-                    (true, format!("{head}\n[{note}]"), Some(note))
-                } else {
-                    (true, text, None)
+        let decided = |approved: bool, by: &str| AgentEvent::ApprovalDecided { call_id: call.id.clone(), approved, by: by.into() };
+        let approval = match self.tools.requirement(&call.id, &call.name, &args_json) {
+            Err(f) => {
+                if f.kind == "denied_by_policy" {
+                    sink.emit(&decided(false, "policy"));
+                }
+                return Err(f);
+            }
+            Ok(Requirement::Auto) => {
+                sink.emit(&decided(true, "policy"));
+                None
+            }
+            Ok(Requirement::Ask(req)) => {
+                sink.emit(&AgentEvent::ApprovalRequested {
+                    call_id: req.call_id.clone(),
+                    name: req.tool.clone(),
+                    arguments: req.arguments.clone(),
+                    args_sha256: req.args_sha256.clone(),
+                });
+                match self.approver.decide(&req).await {
+                    None => {
+                        sink.emit(&decided(false, "no answer"));
+                        return Err(ToolFailure::new("approval_denied", "the user did not answer; the call was not run"));
+                    }
+                    Some(a) if a.call_id != req.call_id || a.args_sha256 != req.args_sha256 => {
+                        sink.emit(&decided(false, "mismatch"));
+                        return Err(ToolFailure::new("approval_mismatch", "the approval was for another call; not run"));
+                    }
+                    Some(a) if a.decision == mf_tools::policy::Decision::Denied => {
+                        sink.emit(&decided(false, "user"));
+                        return Err(ToolFailure::new("approval_denied", "the user denied this call"));
+                    }
+                    Some(a) => {
+                        sink.emit(&decided(true, "user"));
+                        Some(a)
+                    }
                 }
             }
-            Err(f) => (false, format!("ERROR {}: {}", f.kind, f.message), None),
-        }
+        };
+        self.tools.run(&call.id, &call.name, &args_json, approval.as_ref()).await
     }
 
-    async fn compact(&mut self, history: &[ChatMessage], tools: &[ToolSpec], g: Gauge, round: u32, sink: &mut dyn EventSink) -> Result<(Vec<ChatMessage>, Gauge), AgentError> {
-        let z = compact::zones(history, self.settings.recent);
-        sink.emit(&AgentEvent::CompactionStarted {
-            round,
-            tokens_before: g.total(),
-            messages_before: history.len() as u32,
-            compressible: (z.recent_start - z.pinned_end) as u32,
-        });
+    /// One compaction: plan + apply through mf-forgetting, events out.
+    /// `Ok(Err(reason))` is an exit (the budget could not be restored).
+    async fn compact(
+        &mut self,
+        history: &[Message],
+        g: Gauge,
+        round: u32,
+        sink: &mut dyn EventSink,
+    ) -> Result<Result<(Vec<Message>, Gauge), ExitReason>, AgentError> {
         self.before_compaction = Some(history.to_vec());
-        let zone = &history[z.pinned_end..z.recent_start];
-        let input = compact::summariser_input(zone);
-        let (summary, by_model, fallback_reason, appended) = match self.settings.strategy {
-            Strategy::Baseline | Strategy::None => (None, false, None, false),
-            Strategy::V1 => {
-                let (res, appended) = self.summarise(history, z, &input, tools, sink).await;
-                match res {
-                    Ok(s) => (Some(s), true, None, appended),
-                    Err(why) => (Some(compact::fallback_summary(&input)), false, Some(why), appended),
-                }
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<AgentEvent>();
+        let job = CompactionJob {
+            backend: self.backend.clone(),
+            counter: self.counter.clone(),
+            tools: self.specs.clone(),
+            history: history.to_vec(),
+            strategy: self.settings.strategy,
+            budget: self.budget(),
+            config: self.settings.plan.clone(),
+            delta: self.settings.delta,
+            cancel: self.cancel.clone(),
+            events: tx,
+            round,
+            tokens_before: g.prompt_tokens,
+        };
+        let fut = job.run();
+        tokio::pin!(fut);
+        let run = loop {
+            tokio::select! {
+                r = &mut fut => break r,
+                Some(ev) = rx.recv() => sink.emit(&ev),
             }
         };
-        let h2 = compact::rebuild(history, z, summary.as_deref());
-        let g2 = self.gauge(&h2, tools).await?;
-        sink.emit(&AgentEvent::CompactionFinished {
-            round,
-            tokens_before: g.total(),
-            tokens_after: g2.total(),
-            messages_before: history.len() as u32,
-            messages_after: h2.len() as u32,
-            summarised_by_model: by_model,
-            fallback_reason,
-            summary: summary.unwrap_or_default(),
-            appended_to_live_cache: appended,
-        });
-        sink.emit(&AgentEvent::Gauge(g2));
-        Ok((h2, g2))
-    }
-
-    /// The summary pass. Preferred: the live prompt up to the recent zone plus
-    /// the instruction, so the KV prefix is reused; when that would not leave
-    /// room for the summary itself, a standalone pass over the error-aware text.
-    async fn summarise(&self, history: &[ChatMessage], z: compact::Zones, input: &str, tools: &[ToolSpec], sink: &mut dyn EventSink) -> (Result<String, String>, bool) {
-        const SUMMARY_TOKENS: u32 = 256;
-        let sampling = Sampling { temperature: 0.2, top_p: 0.9, max_tokens: SUMMARY_TOKENS, ..Sampling::default() };
-        let mut live: Vec<ChatMessage> = history[..z.recent_start].to_vec();
-        live.push(ChatMessage::user(SUMMARY_INSTRUCTION.to_string()));
-        let context = self.backend.context_size();
-        let fits_live = matches!(self.count(&live, tools).await, Ok(n) if n + SUMMARY_TOKENS <= context);
-        let (msgs, tool_specs, appended) = if fits_live {
-            (live, tools.to_vec(), true)
-        } else {
-            let standalone = vec![ChatMessage::system(SUMMARY_INSTRUCTION.to_string()), ChatMessage::user(compact::fallback_summary_input(input, context))];
-            (standalone, Vec::new(), false)
+        while let Ok(ev) = rx.try_recv() {
+            sink.emit(&ev);
+        }
+        let exhausted = |tokens: u32| ExitReason::ContextExhausted { tokens, threshold: g.threshold, messages: n32(history.len()) };
+        let run = match run {
+            Ok(r) => r,
+            Err(message) => {
+                sink.emit(&AgentEvent::CompactionFailed { round, message });
+                return Ok(Err(exhausted(g.prompt_tokens)));
+            }
         };
-        let r = match self.generate(msgs, tool_specs, sampling, 0, sink).await {
-            Ok(g) if !g.tool_calls.is_empty() => Err("the summary pass called a tool".to_string()),
-            Ok(g) if g.content.trim().len() < 8 => Err("the summary pass returned (almost) nothing".to_string()),
-            Ok(g) => Ok(g.content.trim().to_string()),
-            Err(e) => Err(e.to_string()),
-        };
-        (r, appended)
+        for n in &run.notes {
+            sink.emit(&AgentEvent::Error { message: n.clone() });
+        }
+        match run.result {
+            Ok(c) => {
+                let g2 = self.gauge(&c.messages).await?;
+                sink.emit(&AgentEvent::compaction_finished(round, g.prompt_tokens, g2.prompt_tokens, &c.report, run.appended));
+                sink.emit(&AgentEvent::Gauge { gauge: g2 });
+                Ok(Ok((c.messages, g2)))
+            }
+            Err(e) => {
+                sink.emit(&AgentEvent::CompactionFailed { round, message: e.to_string() });
+                Ok(Err(match e {
+                    ForgettingError::BudgetNotRestored { tokens, threshold, messages } => {
+                        ExitReason::ContextExhausted { tokens: n32(tokens), threshold: n32(threshold), messages: n32(messages) }
+                    }
+                    _ => exhausted(g.prompt_tokens),
+                }))
+            }
+        }
     }
 }
 
@@ -468,5 +581,26 @@ fn forward(ev: &StreamEvent, sink: &mut dyn EventSink) {
     match ev {
         StreamEvent::Text(t) => sink.emit(&AgentEvent::Token { text: t.clone() }),
         StreamEvent::Thinking(t) => sink.emit(&AgentEvent::ThinkingToken { text: t.clone() }),
+    }
+}
+
+/// Parses a strategy name (none, baseline, masking, v1, v2, v2.1).
+///
+/// # Errors
+/// [`AgentError::InvalidSetting`] for anything else.
+pub fn parse_strategy(s: &str) -> Result<StrategyKind, AgentError> {
+    s.parse::<StrategyKind>().map_err(|e| AgentError::InvalidSetting(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_strategy_name_parses() {
+        for k in StrategyKind::ALL {
+            assert_eq!(parse_strategy(k.as_str()).unwrap(), k);
+        }
+        assert!(parse_strategy("v3").is_err());
     }
 }

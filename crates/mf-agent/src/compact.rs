@@ -1,142 +1,444 @@
-//! Zones and the v1 compaction over the inference crate's messages.
+//! Compaction in the loop: `mf_forgetting::{plan, apply}` over the live
+//! history, with the model behind its traits.
 //!
-//! `mf-forgetting` holds the full strategy set (baseline, masking, v1, v2,
-//! v2.1) but does not export it yet; until it does, the loop uses this
-//! METHOD.md §2 v1 (pinned + model summary + recent, error-aware input, the
-//! 500-character fallback) and the baseline (drop the compressible zone).
+//! The loop keeps its history as [`mf_forgetting::Message`]s (ids, error and
+//! summary flags) and maps them to [`ChatMessage`]s for the model
+//! ([`to_chat`], [`from_chat`]). mf-forgetting is pure and synchronous; its
+//! [`TokenCounter`], [`Summarizer`] and [`ProbeEvaluator`] are implemented
+//! here over the async [`Backend`] and run on a blocking thread
+//! ([`tokio::task::spawn_blocking`]) that waits on the runtime's handle, so
+//! plan and apply stay exactly the library's code.
+//!
+//! - Tokens: each message rendered alone with the model's template (the
+//!   system message with the tool descriptions), cached by content. This
+//!   over-counts a little (a generation prompt per message), which errs on
+//!   the safe side of the budget.
+//! - Summary pass (v1, v2, v2.1): preferably an append to the live prompt
+//!   (the whole history as it sits in the KV cache, then the summary request
+//!   as a user turn) so only the request is decoded; when that plus the 256
+//!   summary tokens would not fit the window, a standalone pass (system +
+//!   request) with its log cut until it fits. Never over the window: the
+//!   prompt is measured with the model's tokenizer first. A failed or garbage
+//!   summary becomes mf-forgetting's 500-character fallback.
+//! - v2.1's withholding test by the model ([`ModelProbe`]): the model answers
+//!   the question from the full context; the numbers and identifiers in that
+//!   answer are the reference. `Perf(ctx)` is the fraction of them the model's
+//!   answer keeps from `ctx`. When that cannot run (no checkable terms, no
+//!   room) the plan falls back to v2.1's Φ ranking and says so.
 
-use mf_inference::{ChatMessage, Role};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
-/// Prefix of the message that replaces the compressible zone.
-pub const SUMMARY_LABEL: &str = "Summary of the prior investigation (earlier tool rounds, compacted):";
-/// Characters of a successful tool result given to the summariser.
-pub const RESULT_CHARS: usize = 400;
-/// Characters of the fallback summary.
-pub const FALLBACK_CHARS: usize = 500;
+use mf_forgetting::{
+    ApproxTokenCounter, Budget, Compaction, CompactionPlan, ForgettingError, Message, PlanConfig, ProbeEvaluator, Ranking,
+    StrategyKind, Summarizer, SummaryRequest, TokenCounter,
+};
+use mf_inference::{Backend, CancelToken, ChatMessage, GenerateRequest, Role, Sampling, ToolCall, ToolSpec};
+use tokio::runtime::Handle;
+use tokio::sync::mpsc::UnboundedSender;
 
-/// The zone edges: `[0, pinned_end)`, `[pinned_end, recent_start)`, `[recent_start, len)`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Zones {
-    /// One past the last pinned message.
-    pub pinned_end: usize,
-    /// First recent message.
-    pub recent_start: usize,
-}
+use crate::events::{AgentEvent, Purpose};
 
-/// Pinned runs through the first user message; recent is the last `recent`
-/// messages, moved back so a tool result is never separated from its call.
+/// A forgetting message as the model sees it.
 #[must_use]
-pub fn zones(history: &[ChatMessage], recent: usize) -> Zones {
-    let pinned_end = history.iter().position(|m| m.role == Role::User).map_or(history.len(), |q| q + 1);
-    let mut recent_start = history.len().saturating_sub(recent).max(pinned_end);
-    while recent_start > pinned_end && history.get(recent_start).is_some_and(|m| m.role == Role::Tool) {
-        recent_start -= 1;
+pub fn to_chat(m: &Message) -> ChatMessage {
+    let role = match m.role {
+        mf_forgetting::Role::System => Role::System,
+        mf_forgetting::Role::User => Role::User,
+        mf_forgetting::Role::Assistant => Role::Assistant,
+        mf_forgetting::Role::Tool => Role::Tool,
+    };
+    ChatMessage {
+        role,
+        content: m.content.clone(),
+        tool_calls: m
+            .tool_calls
+            .iter()
+            .map(|c| ToolCall { id: c.id.clone(), name: c.name.clone(), arguments: c.arguments.clone() })
+            .collect(),
+        tool_call_id: m.tool_call_id.clone(),
+        name: m.name.clone(),
     }
-    Zones { pinned_end, recent_start }
 }
 
-fn cut(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_string()
-    } else {
-        let head: String = s.chars().take(n).collect();
-        format!("{head}…")
-    }
-}
-
-/// The error-aware text of the compressible zone: a tool error shrinks to one
-/// line, a tool result to [`RESULT_CHARS`] characters.
+/// A chat message as a forgetting message with id `id`. A tool message whose
+/// content starts with `ERROR` is a tool error.
 #[must_use]
-pub fn summariser_input(messages: &[ChatMessage]) -> String {
-    let mut out = String::new();
-    for m in messages {
-        let line = match m.role {
-            Role::Tool => {
-                let name = m.name.as_deref().unwrap_or("tool");
-                if m.content.starts_with("ERROR") {
-                    format!("[{name} error] {}", m.content.lines().next().unwrap_or_default())
-                } else {
-                    format!("[{name} result] {}", cut(&m.content, RESULT_CHARS))
+pub fn from_chat(id: &str, c: &ChatMessage) -> Message {
+    let mut m = match c.role {
+        Role::System => Message::system(id, &c.content),
+        Role::User => Message::user(id, &c.content),
+        Role::Assistant => Message::assistant(id, &c.content),
+        Role::Tool => Message::tool_result(id, c.tool_call_id.as_deref().unwrap_or(""), c.name.as_deref().unwrap_or(""), &c.content),
+    };
+    m.tool_calls = c
+        .tool_calls
+        .iter()
+        .map(|t| mf_forgetting::ToolCall { id: t.id.clone(), name: t.name.clone(), arguments: t.arguments.clone() })
+        .collect();
+    m.tool_call_id.clone_from(&c.tool_call_id);
+    m.name.clone_from(&c.name);
+    m.is_error = c.role == Role::Tool && c.content.starts_with("ERROR");
+    m
+}
+
+/// The whole history for the model.
+#[must_use]
+pub fn chat_history(h: &[Message]) -> Vec<ChatMessage> {
+    h.iter().map(to_chat).collect()
+}
+
+/// Per-message token counts with the model's tokenizer, cached by content.
+pub struct ModelCounter {
+    backend: Arc<dyn Backend>,
+    tools: Vec<ToolSpec>,
+    cache: Mutex<HashMap<String, usize>>,
+}
+
+impl std::fmt::Debug for ModelCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelCounter").finish_non_exhaustive()
+    }
+}
+
+fn cache_key(m: &Message) -> String {
+    let mut c = m.clone();
+    c.id = mf_forgetting::MessageId::default();
+    serde_json::to_string(&c).unwrap_or_default()
+}
+
+impl ModelCounter {
+    /// A counter for `backend`, counting the system message with `tools`.
+    pub fn new(backend: Arc<dyn Backend>, tools: Vec<ToolSpec>) -> Self {
+        ModelCounter { backend, tools, cache: Mutex::new(HashMap::new()) }
+    }
+
+    fn cached(&self, key: &str) -> Option<usize> {
+        self.cache.lock().ok().and_then(|c| c.get(key).copied())
+    }
+
+    fn store(&self, key: String, n: usize) {
+        if let Ok(mut c) = self.cache.lock() {
+            c.insert(key, n);
+        }
+    }
+
+    fn tools_for(&self, m: &Message) -> &[ToolSpec] {
+        if m.role == mf_forgetting::Role::System { &self.tools } else { &[] }
+    }
+
+    /// Tokens of one message (async side). A template that cannot render a
+    /// lone message falls back to the offline estimate.
+    pub async fn count_async(&self, m: &Message) -> usize {
+        let key = cache_key(m);
+        if let Some(n) = self.cached(&key) {
+            return n;
+        }
+        let n = match self.backend.count_tokens(&[to_chat(m)], self.tools_for(m)).await {
+            Ok(n) => n as usize,
+            Err(_) => ApproxTokenCounter.count_message(m),
+        };
+        self.store(key, n);
+        n
+    }
+}
+
+/// The sync side, for mf-forgetting; only call it off the runtime's threads.
+struct BlockingCounter<'a> {
+    inner: &'a ModelCounter,
+    handle: Handle,
+}
+
+impl TokenCounter for BlockingCounter<'_> {
+    fn count_message(&self, m: &Message) -> usize {
+        let key = cache_key(m);
+        if let Some(n) = self.inner.cached(&key) {
+            return n;
+        }
+        let n = match self.handle.block_on(self.inner.backend.count_tokens(&[to_chat(m)], self.inner.tools_for(m))) {
+            Ok(n) => n as usize,
+            Err(_) => ApproxTokenCounter.count_message(m),
+        };
+        self.inner.store(key, n);
+        n
+    }
+}
+
+fn sampling_of(p: mf_forgetting::SamplingParams) -> Sampling {
+    Sampling { temperature: p.temperature, top_p: p.top_p, max_tokens: p.max_tokens, ..Sampling::default() }
+}
+
+/// The model as seen from the blocking thread.
+#[derive(Clone)]
+struct ModelCtx {
+    handle: Handle,
+    backend: Arc<dyn Backend>,
+    cancel: CancelToken,
+    events: UnboundedSender<AgentEvent>,
+    round: u32,
+}
+
+impl ModelCtx {
+    /// Runs one generation and reports its KV figures.
+    fn generate(&self, messages: Vec<ChatMessage>, tools: Vec<ToolSpec>, sampling: Sampling, purpose: Purpose) -> Result<mf_inference::Generation, String> {
+        let req = GenerateRequest { messages, tools, sampling };
+        let g = self.handle.block_on(self.backend.generate(req, None, self.cancel.clone())).map_err(|e| e.to_string())?;
+        let _ = self.events.send(AgentEvent::Kv { round: self.round, purpose, stats: g.usage.kv.into(), completion_tokens: g.usage.completion_tokens });
+        Ok(g)
+    }
+
+    fn count(&self, msgs: &[ChatMessage], tools: &[ToolSpec]) -> Result<u32, String> {
+        self.handle.block_on(self.backend.count_tokens(msgs, tools)).map_err(|e| e.to_string())
+    }
+}
+
+/// mf-forgetting's summariser over the backend.
+struct ModelSummarizer<'a> {
+    model: ModelCtx,
+    live: &'a [ChatMessage],
+    tools: &'a [ToolSpec],
+    appended: bool,
+}
+
+impl ModelSummarizer<'_> {
+    fn fits(&self, msgs: &[ChatMessage], tools: &[ToolSpec], out: u32) -> Result<bool, ForgettingError> {
+        let n = self.model.count(msgs, tools).map_err(ForgettingError::Summarizer)?;
+        Ok(n + out <= self.model.backend.context_size())
+    }
+}
+
+impl Summarizer for ModelSummarizer<'_> {
+    fn summarize(&mut self, request: &SummaryRequest) -> Result<String, ForgettingError> {
+        let out = request.params.max_tokens;
+        let instruction = format!("{}\n\n{}", request.system, request.user);
+        // Preferred: an append to the live prompt, so the cached prefix is reused.
+        let mut live = self.live.to_vec();
+        live.push(ChatMessage::user(instruction));
+        let (msgs, tools) = if self.fits(&live, self.tools, out)? {
+            self.appended = true;
+            (live, self.tools.to_vec())
+        } else {
+            // Standalone: system + request, the log cut until it fits.
+            let mut user = request.user.clone();
+            loop {
+                let msgs = vec![ChatMessage::system(request.system.clone()), ChatMessage::user(user.clone())];
+                if self.fits(&msgs, &[], out)? {
+                    break (msgs, Vec::new());
+                }
+                let n = user.chars().count();
+                if n < 200 {
+                    return Err(ForgettingError::Summarizer("the summary request does not fit the context window".into()));
+                }
+                user = user.chars().take(n / 2).collect();
+            }
+        };
+        let g = self.model.generate(msgs, tools, sampling_of(request.params), Purpose::Summary).map_err(ForgettingError::Summarizer)?;
+        if !g.tool_calls.is_empty() {
+            return Err(ForgettingError::Summarizer("the summary pass called a tool".into()));
+        }
+        Ok(g.content)
+    }
+}
+
+/// v2.1's withholding test asked of the model (see the module docs).
+pub struct ModelProbe {
+    model: ModelCtx,
+    question: String,
+    reference: Option<Vec<String>>,
+    /// Tokens of each probe answer.
+    pub max_tokens: u32,
+}
+
+/// The checkable terms of an answer: tokens with a digit, and capitalised or
+/// identifier-like words (`_`, `-`, `.` inside), lower-cased, deduplicated.
+#[must_use]
+pub fn checkable_terms(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for raw in text.split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | ':' | '(' | ')' | '"' | '\'' | '`')) {
+        let w = raw.trim_matches(|c: char| !c.is_alphanumeric());
+        if w.chars().count() < 2 {
+            continue;
+        }
+        let has_digit = w.chars().any(|c| c.is_ascii_digit());
+        let ident = w.contains(['_', '-', '.']) && w.chars().count() >= 4;
+        let capital = w.chars().next().is_some_and(char::is_uppercase) && w.chars().count() >= 3;
+        const STOP: [&str; 14] = ["the", "this", "that", "there", "these", "based", "answer", "yes", "it", "an", "in", "on", "according", "from"];
+        if (has_digit || ident || capital) && !STOP.contains(&w.to_lowercase().as_str()) {
+            let l = w.to_lowercase();
+            if !out.contains(&l) {
+                out.push(l);
+            }
+        }
+    }
+    out
+}
+
+impl ProbeEvaluator for ModelProbe {
+    fn perf(&mut self, context: &[Message]) -> Result<f64, ForgettingError> {
+        let mut msgs = chat_history(context);
+        msgs.push(ChatMessage::user(format!(
+            "Based only on the conversation above, answer concisely (no tool calls): {}",
+            self.question
+        )));
+        let n = self.model.count(&msgs, &[]).map_err(ForgettingError::Evaluator)?;
+        if n + self.max_tokens > self.model.backend.context_size() {
+            return Err(ForgettingError::Evaluator("the probe does not fit the context window".into()));
+        }
+        let g = self.model.generate(msgs, Vec::new(), Sampling::greedy(self.max_tokens), Purpose::Probe).map_err(ForgettingError::Evaluator)?;
+        let answer = g.content.to_lowercase();
+        let reference = match &self.reference {
+            Some(r) => r.clone(),
+            None => {
+                let r = checkable_terms(&g.content);
+                if r.is_empty() {
+                    return Err(ForgettingError::Evaluator("the model's answer on the full context has no checkable terms".into()));
+                }
+                self.reference = Some(r.clone());
+                r
+            }
+        };
+        let kept = reference.iter().filter(|t| answer.contains(t.as_str())).count();
+        Ok(kept as f64 / reference.len() as f64)
+    }
+
+    fn describe(&self) -> String {
+        "the model itself: Perf = share of the numbers/identifiers of its full-context answer that its answer keeps".into()
+    }
+}
+
+/// What one compaction produced.
+#[derive(Debug)]
+pub struct CompactionRun {
+    /// The plan (absent when planning itself failed).
+    pub plan: Option<CompactionPlan>,
+    /// The new history and report, or why the budget could not be restored.
+    pub result: Result<Compaction, ForgettingError>,
+    /// Whether the summary pass was an append to the live prompt.
+    pub appended: bool,
+    /// Notes for the event stream (fallbacks of the ranking).
+    pub notes: Vec<String>,
+}
+
+/// How v2.1 ranks in the loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeltaSource {
+    /// The withholding test asked of the model ([`ModelProbe`]).
+    Model,
+    /// Φ-weighted influence (the ablation arm; no extra generations).
+    Phi,
+}
+
+/// Everything one compaction needs.
+pub struct CompactionJob {
+    /// The model.
+    pub backend: Arc<dyn Backend>,
+    /// Token counts (shared with the loop's gauge).
+    pub counter: Arc<ModelCounter>,
+    /// Tools offered (the live prompt of the summary pass carries them).
+    pub tools: Vec<ToolSpec>,
+    /// The history.
+    pub history: Vec<Message>,
+    /// The strategy.
+    pub strategy: StrategyKind,
+    /// The budget.
+    pub budget: Budget,
+    /// Plan settings.
+    pub config: PlanConfig,
+    /// v2.1's ranking.
+    pub delta: DeltaSource,
+    /// Cancels generations.
+    pub cancel: CancelToken,
+    /// Events of the summary pass and probes (KV figures, the plan).
+    pub events: UnboundedSender<AgentEvent>,
+    /// The round.
+    pub round: u32,
+    /// Exact prompt tokens before (for the started event).
+    pub tokens_before: u32,
+}
+
+impl CompactionJob {
+    /// Plans and applies, on a blocking thread. Emits `compaction_started`
+    /// (with the plan) through `events` between the two steps.
+    ///
+    /// # Errors
+    /// Only when the blocking task itself dies (a panic in a dependency).
+    pub async fn run(self) -> Result<CompactionRun, String> {
+        let handle = Handle::current();
+        tokio::task::spawn_blocking(move || self.run_blocking(&handle)).await.map_err(|e| format!("compaction task failed: {e}"))
+    }
+
+    fn run_blocking(self, handle: &Handle) -> CompactionRun {
+        let counter = BlockingCounter { inner: &self.counter, handle: handle.clone() };
+        let mut notes = Vec::new();
+        let model = ModelCtx {
+            handle: handle.clone(),
+            backend: self.backend.clone(),
+            cancel: self.cancel.clone(),
+            events: self.events.clone(),
+            round: self.round,
+        };
+        let question = mf_forgetting::message::question_index(&self.history)
+            .and_then(|i| self.history.get(i))
+            .map(|m| m.content.clone())
+            .unwrap_or_default();
+        let mut config = self.config.clone();
+        let planned = if self.strategy == StrategyKind::V21 && self.delta == DeltaSource::Model && config.ranking == Ranking::Withholding {
+            let mut probe = ModelProbe { model: model.clone(), question, reference: None, max_tokens: 64 };
+            match mf_forgetting::plan(self.strategy, &self.history, &self.budget, &counter, &config, Some(&mut probe)) {
+                Ok(p) => Ok(p),
+                Err(e) => {
+                    notes.push(format!("v2.1 Δ by the model failed ({e}); ranked by Φ instead"));
+                    config.ranking = Ranking::Phi;
+                    mf_forgetting::plan(self.strategy, &self.history, &self.budget, &counter, &config, None)
                 }
             }
-            Role::Assistant if !m.tool_calls.is_empty() => {
-                let calls: Vec<String> = m.tool_calls.iter().map(|c| format!("{}({})", c.name, c.arguments)).collect();
-                format!("[assistant called] {} {}", calls.join(", "), m.content)
+        } else {
+            if self.strategy == StrategyKind::V21 {
+                config.ranking = Ranking::Phi;
             }
-            r => format!("[{}] {}", r.as_str(), m.content),
+            mf_forgetting::plan(self.strategy, &self.history, &self.budget, &counter, &config, None)
         };
-        out.push_str(line.trim_end());
-        out.push('\n');
+        let plan = match planned {
+            Ok(p) => p,
+            Err(e) => return CompactionRun { plan: None, result: Err(e), appended: false, notes },
+        };
+        let _ = self.events.send(AgentEvent::compaction_started(self.round, self.tokens_before, &plan));
+        let live = chat_history(&self.history);
+        let mut summarizer = ModelSummarizer { model, live: &live, tools: &self.tools, appended: false };
+        let result = mf_forgetting::apply(&plan, &self.history, &mut summarizer, &counter);
+        let appended = summarizer.appended;
+        CompactionRun { plan: Some(plan), result, appended, notes }
     }
-    out
-}
-
-/// The instruction of the summary pass.
-pub const SUMMARY_INSTRUCTION: &str = "Summarise the investigation so far as short bullet points only: no preamble, no tool calls, no thinking. Keep every number, name, identifier, date and fact found; drop failed tool calls.";
-
-/// The 500-character fallback.
-#[must_use]
-pub fn fallback_summary(input: &str) -> String {
-    cut(input, FALLBACK_CHARS)
-}
-
-/// `[pinned…, summary, recent…]`.
-#[must_use]
-pub fn rebuild(history: &[ChatMessage], z: Zones, summary: Option<&str>) -> Vec<ChatMessage> {
-    let mut out: Vec<ChatMessage> = history[..z.pinned_end].to_vec();
-    if let Some(s) = summary {
-        out.push(ChatMessage::user(format!("{SUMMARY_LABEL}\n{s}")));
-    }
-    out.extend_from_slice(&history[z.recent_start..]);
-    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mf_inference::ToolCall;
     use serde_json::json;
 
-    fn call(id: &str) -> ToolCall {
-        ToolCall { id: id.into(), name: "get".into(), arguments: json!({"k": id}) }
-    }
-
     #[test]
-    fn recent_edge_keeps_calls_with_results() {
-        let h = vec![
+    fn chat_mapping_round_trips_and_marks_errors() {
+        let call = ToolCall { id: "c1".into(), name: "http".into(), arguments: json!({"url": "u"}) };
+        let msgs = vec![
             ChatMessage::system("s"),
             ChatMessage::user("q"),
-            ChatMessage::assistant_tool_calls("", vec![call("1")]),
-            ChatMessage::tool_result("1", "get", "r1"),
-            ChatMessage::assistant_tool_calls("", vec![call("2"), call("3")]),
-            ChatMessage::tool_result("2", "get", "r2"),
-            ChatMessage::tool_result("3", "get", "r3"),
+            ChatMessage::assistant_tool_calls("", vec![call]),
+            ChatMessage::tool_result("c1", "http", "ERROR timeout: slow"),
+            ChatMessage::tool_result("c1", "http", "200 ok"),
         ];
-        assert_eq!(zones(&h, 2), Zones { pinned_end: 2, recent_start: 4 });
-        assert_eq!(zones(&h, 100), Zones { pinned_end: 2, recent_start: 2 });
-        let r = rebuild(&h, zones(&h, 2), Some("- x"));
-        assert_eq!(r.len(), 6);
-        assert_eq!(&r[..2], &h[..2]);
-        assert!(r[2].content.starts_with(SUMMARY_LABEL));
+        let fm: Vec<Message> = msgs.iter().enumerate().map(|(i, c)| from_chat(&format!("m{i}"), c)).collect();
+        assert!(fm[3].is_error);
+        assert!(!fm[4].is_error);
+        assert_eq!(fm[2].kind(), mf_forgetting::MessageKind::ToolCall);
+        let back: Vec<ChatMessage> = fm.iter().map(to_chat).collect();
+        assert_eq!(back, msgs);
     }
 
     #[test]
-    fn error_aware_input_and_fallback_are_bounded() {
-        let big = "x".repeat(2000);
-        let h = vec![ChatMessage::tool_result("1", "get", big.clone()), ChatMessage::tool_result("2", "get", "ERROR timeout\nmore\nlines")];
-        let s = summariser_input(&h);
-        assert!(s.len() < 500, "{}", s.len());
-        assert!(s.contains("[get error] ERROR timeout\n"));
-        assert!(!s.contains("more"));
-        assert_eq!(fallback_summary(&big).chars().count(), FALLBACK_CHARS + 1);
+    fn checkable_terms_keep_numbers_and_identifiers() {
+        let t = checkable_terms("The owner is Alice; disk sda-3 at 97% on host web-01.prod, since 2024-03-01. it is full");
+        assert_eq!(t, vec!["alice", "sda-3", "97", "web-01.prod", "2024-03-01"]);
+        assert!(checkable_terms("nothing here at all").is_empty());
     }
-}
-
-/// The standalone summariser's input, cut so it fits a context of `context`
-/// tokens with room for the summary (≈ 2 characters per token, a safe bound
-/// for the cut only; the prompt is still measured by the model before use).
-#[must_use]
-pub fn fallback_summary_input(input: &str, context: u32) -> String {
-    let room = (context as usize).saturating_sub(512) * 2;
-    cut(input, room.max(FALLBACK_CHARS))
 }

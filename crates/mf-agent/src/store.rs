@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use mf_inference::ChatMessage;
+use mf_forgetting::Message;
 use rusqlite::{Connection, params};
 use serde::{Deserialize, Serialize};
 
@@ -103,8 +103,8 @@ impl Store {
     ///
     /// # Errors
     /// SQLite errors.
-    pub fn save_history(&mut self, id: i64, history: &[ChatMessage]) -> Result<(), AgentError> {
-        let tx = self.conn.transaction()?;
+    pub fn save_history(&self, id: i64, history: &[Message]) -> Result<(), AgentError> {
+        let tx = self.conn.unchecked_transaction()?;
         tx.execute("DELETE FROM messages WHERE investigation = ?1", params![id])?;
         for (i, m) in history.iter().enumerate() {
             tx.execute("INSERT INTO messages (investigation, seq, json) VALUES (?1, ?2, ?3)", params![id, i as i64, serde_json::to_string(m)?])?;
@@ -117,7 +117,7 @@ impl Store {
     ///
     /// # Errors
     /// SQLite or JSON errors.
-    pub fn history(&self, id: i64) -> Result<Vec<ChatMessage>, AgentError> {
+    pub fn history(&self, id: i64) -> Result<Vec<Message>, AgentError> {
         let mut st = self.conn.prepare("SELECT json FROM messages WHERE investigation = ?1 ORDER BY seq")?;
         let rows = st.query_map(params![id], |r| r.get::<_, String>(0))?;
         let mut out = Vec::new();
@@ -225,5 +225,14 @@ impl EventSink for StoreSink<'_> {
             self.error = Some(e);
         }
         self.next.emit(event);
+    }
+
+    fn history(&mut self, messages: &[Message]) {
+        if let Err(e) = self.store.save_history(self.id, messages)
+            && self.error.is_none()
+        {
+            self.error = Some(e);
+        }
+        self.next.history(messages);
     }
 }

@@ -1,127 +1,130 @@
 //! The narrow tool interface the loop drives, and approvals.
 //!
-//! `mf-tools` implements [`ToolRunner`] with its contained tools; tests use
-//! their own. An approval is bound to a call id and the SHA-256 of the exact
-//! (canonical) arguments: a decision for anything else is a denial.
+//! [`mf_tools::ToolRegistry`] implements [`ToolRunner`] with its contained
+//! tools; tests use their own runners. Approval types and the argument hash
+//! are `mf_tools::policy`'s: an [`Approval`] is bound to a call id and the
+//! sha256 of the exact (canonical) arguments, and no answer is a denial.
 
 use futures::future::BoxFuture;
 use mf_inference::ToolSpec;
+use mf_tools::policy::{Approval, ApprovalRequest};
+use mf_tools::{Requirement, ToolError, ToolRegistry};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
-
-/// Per-tool approval policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Policy {
-    /// Runs without asking.
-    Auto,
-    /// Asks the [`Approver`].
-    Ask,
-    /// Never runs.
-    Deny,
-}
 
 /// Why a tool did not give a result; fed back to the model as a structured error.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolFailure {
-    /// A short type (`refused`, `timeout`, `not_found`, ...).
+    /// A short type (`unknown_tool`, `invalid_arguments`, `timeout`, ...).
     pub kind: String,
-    /// The message.
+    /// The message, written for the model to act on.
     pub message: String,
+}
+
+impl ToolFailure {
+    /// A failure of `kind`.
+    pub fn new(kind: &str, message: impl Into<String>) -> Self {
+        ToolFailure { kind: kind.into(), message: message.into() }
+    }
+
+    /// The text the model sees: `ERROR kind: message`.
+    #[must_use]
+    pub fn to_model_text(&self) -> String {
+        format!("ERROR {}: {}", self.kind, self.message)
+    }
+}
+
+impl From<ToolError> for ToolFailure {
+    fn from(e: ToolError) -> Self {
+        ToolFailure { kind: e.code().into(), message: e.to_string() }
+    }
+}
+
+/// A tool's successful result, as text for the model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolReply {
+    /// The text given to the model.
+    pub content: String,
+    /// A note when the tool cut its output.
+    pub truncated: Option<String>,
 }
 
 /// Tools the model may call.
 pub trait ToolRunner: Send + Sync {
     /// Descriptors with JSON schemas, given to the model.
     fn specs(&self) -> Vec<ToolSpec>;
-    /// The approval policy for a call of `name` with `arguments`.
-    fn policy(&self, name: &str, arguments: &serde_json::Value) -> Policy;
-    /// Whether a call has side effects (never re-run without approval on resume).
-    fn has_side_effects(&self, name: &str, arguments: &serde_json::Value) -> bool;
-    /// Runs one call.
-    fn run<'a>(&'a self, name: &'a str, arguments: &'a serde_json::Value) -> BoxFuture<'a, Result<String, ToolFailure>>;
+
+    /// Whether a call may run now, or must be approved first. Parses and
+    /// validates the arguments.
+    ///
+    /// # Errors
+    /// Unknown tool, invalid or oversized arguments, a policy denial.
+    fn requirement(&self, call_id: &str, name: &str, args_json: &str) -> Result<Requirement, ToolFailure>;
+
+    /// Runs one call; `approval` is required for calls that asked.
+    fn run<'a>(
+        &'a self,
+        call_id: &'a str,
+        name: &'a str,
+        args_json: &'a str,
+        approval: Option<&'a Approval>,
+    ) -> BoxFuture<'a, Result<ToolReply, ToolFailure>>;
 }
 
-/// What the approver is asked.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ApprovalRequest {
-    /// The call id.
-    pub call_id: String,
-    /// The tool.
-    pub name: String,
-    /// The arguments.
-    pub arguments: serde_json::Value,
-    /// [`arguments_hash`] of them.
-    pub arguments_hash: String,
+impl ToolRunner for ToolRegistry {
+    fn specs(&self) -> Vec<ToolSpec> {
+        self.descriptors()
+            .into_iter()
+            .map(|d| ToolSpec { name: d.name, description: d.description, parameters: d.parameters })
+            .collect()
+    }
+
+    fn requirement(&self, call_id: &str, name: &str, args_json: &str) -> Result<Requirement, ToolFailure> {
+        ToolRegistry::requirement(self, call_id, name, args_json).map_err(ToolFailure::from)
+    }
+
+    fn run<'a>(
+        &'a self,
+        call_id: &'a str,
+        name: &'a str,
+        args_json: &'a str,
+        approval: Option<&'a Approval>,
+    ) -> BoxFuture<'a, Result<ToolReply, ToolFailure>> {
+        Box::pin(async move {
+            let out = ToolRegistry::run(self, call_id, name, args_json, approval).await?;
+            let truncated = out.truncation_note();
+            let content = match &out {
+                // The body is what the model needs; status and URL frame it.
+                mf_tools::ToolOutput::Http(r) => format!("HTTP {} {}\n{}", r.status, r.url, r.body),
+                other => serde_json::to_string(other).map_err(|e| ToolFailure::new("internal", e.to_string()))?,
+            };
+            Ok(ToolReply { content, truncated })
+        })
+    }
 }
 
-/// The answer, naming what it approves.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ApprovalDecision {
-    /// The call id approved or denied.
-    pub call_id: String,
-    /// The hash of the arguments approved or denied.
-    pub arguments_hash: String,
-    /// Yes or no.
-    pub approved: bool,
-}
-
-/// Decides on calls whose policy is [`Policy::Ask`]. `None` (no answer) is a denial.
+/// Decides on calls whose policy is `ask`. `None` (no answer) is a denial.
 pub trait Approver: Send + Sync {
     /// Decides.
-    fn decide<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Option<ApprovalDecision>>;
+    fn decide<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Option<Approval>>;
 }
 
-/// Always the same answer (`--approve auto|deny`).
+/// Always the same answer (`--approve auto|deny` for calls that ask).
 #[derive(Debug, Clone, Copy)]
 pub struct FixedApprover(pub bool);
 
 impl Approver for FixedApprover {
-    fn decide<'a>(&'a self, r: &'a ApprovalRequest) -> BoxFuture<'a, Option<ApprovalDecision>> {
-        let d = ApprovalDecision { call_id: r.call_id.clone(), arguments_hash: r.arguments_hash.clone(), approved: self.0 };
+    fn decide<'a>(&'a self, r: &'a ApprovalRequest) -> BoxFuture<'a, Option<Approval>> {
+        let d = if self.0 { r.approve() } else { r.deny() };
         Box::pin(async move { Some(d) })
     }
 }
 
-/// JSON with object keys sorted at every level.
-#[must_use]
-pub fn canonical_json(v: &serde_json::Value) -> String {
-    match v {
-        serde_json::Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            let parts: Vec<String> = keys
-                .iter()
-                .map(|k| format!("{}:{}", serde_json::Value::String((*k).clone()), map.get(*k).map(canonical_json).unwrap_or_default()))
-                .collect();
-            format!("{{{}}}", parts.join(","))
-        }
-        serde_json::Value::Array(items) => format!("[{}]", items.iter().map(canonical_json).collect::<Vec<_>>().join(",")),
-        other => other.to_string(),
-    }
-}
+/// Never answers (an interactive approver whose user walked away): every call that asks is denied.
+#[derive(Debug, Clone, Copy)]
+pub struct NoAnswer;
 
-/// SHA-256 (hex) of the tool name and the canonical arguments.
-#[must_use]
-pub fn arguments_hash(name: &str, arguments: &serde_json::Value) -> String {
-    let mut h = Sha256::new();
-    h.update(name.as_bytes());
-    h.update([0u8]);
-    h.update(canonical_json(arguments).as_bytes());
-    hex::encode(h.finalize())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn hash_ignores_key_order_but_not_values() {
-        let a = arguments_hash("http", &json!({"url": "u", "m": {"b": 1, "a": 2}}));
-        let b = arguments_hash("http", &json!({"m": {"a": 2, "b": 1}, "url": "u"}));
-        assert_eq!(a, b);
-        assert_ne!(a, arguments_hash("http", &json!({"url": "v", "m": {"b": 1, "a": 2}})));
-        assert_ne!(a, arguments_hash("files", &json!({"url": "u", "m": {"b": 1, "a": 2}})));
+impl Approver for NoAnswer {
+    fn decide<'a>(&'a self, _r: &'a ApprovalRequest) -> BoxFuture<'a, Option<Approval>> {
+        Box::pin(async { None })
     }
 }
