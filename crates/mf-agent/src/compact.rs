@@ -210,13 +210,23 @@ impl ModelSummarizer<'_> {
 impl Summarizer for ModelSummarizer<'_> {
     fn summarize(&mut self, request: &SummaryRequest) -> Result<String, ForgettingError> {
         let out = request.params.max_tokens;
-        let instruction = format!("{}\n\n{}", request.system, request.user);
-        // Preferred: an append to the live prompt, so the cached prefix is reused.
-        let mut live = self.live.to_vec();
-        live.push(ChatMessage::user(instruction));
-        let (msgs, tools) = if self.fits(&live, self.tools, out)? {
+        // Preferred: an append to the live prompt, so the cached prefix is
+        // reused: first with the error-aware log, then (when that does not
+        // fit) with the instruction alone, the history being right above it.
+        let with_log = format!("{}\n\n{}", request.system, request.user);
+        let without_log = format!("{}\n\n{}", request.system, instruction_only(&request.user));
+        let mut chosen = None;
+        for instruction in [with_log, without_log] {
+            let mut live = self.live.to_vec();
+            live.push(ChatMessage::user(instruction));
+            if self.fits(&live, self.tools, out)? {
+                chosen = Some((live, self.tools.to_vec()));
+                break;
+            }
+        }
+        let (msgs, tools) = if let Some(c) = chosen {
             self.appended = true;
-            (live, self.tools.to_vec())
+            c
         } else {
             // Standalone: system + request, the log cut until it fits.
             let mut user = request.user.clone();
@@ -238,6 +248,17 @@ impl Summarizer for ModelSummarizer<'_> {
         }
         Ok(g.content)
     }
+}
+
+/// The summary request without its log (`mf_forgetting::summary::build_request`
+/// writes "Original question … Log to summarise: … Also: …"): for the live
+/// append, where the log is the history right above.
+fn instruction_only(user: &str) -> String {
+    const LOG: &str = "\n\nLog to summarise:\n";
+    let Some(start) = user.find(LOG) else { return user.to_owned() };
+    let rest = &user[start + LOG.len()..];
+    let tail = rest.find("\n\nAlso:\n").or_else(|| rest.rfind("\nWrite the bullet points now.")).map_or("", |i| &rest[i..]);
+    format!("{}\n\nLog to summarise: the investigation above, after the original question.{tail}", &user[..start])
 }
 
 /// v2.1's withholding test asked of the model (see the module docs).
@@ -433,6 +454,18 @@ mod tests {
         assert_eq!(fm[2].kind(), mf_forgetting::MessageKind::ToolCall);
         let back: Vec<ChatMessage> = fm.iter().map(to_chat).collect();
         assert_eq!(back, msgs);
+    }
+
+    #[test]
+    fn the_live_instruction_drops_only_the_log() {
+        let r = mf_forgetting::summary::build_request("Why?", "[m2 tool-result] x\n[m3 tool-error] y", &["fold m3".to_owned()], Default::default());
+        let i = instruction_only(&r.user);
+        assert!(i.starts_with("Original question: Why?"));
+        assert!(!i.contains("[m2 tool-result]"));
+        assert!(i.contains("- fold m3"));
+        assert!(i.ends_with("Write the bullet points now."));
+        let r = mf_forgetting::summary::build_request("Why?", "[m2 tool-result] x", &[], Default::default());
+        assert!(instruction_only(&r.user).ends_with("after the original question.\nWrite the bullet points now."));
     }
 
     #[test]

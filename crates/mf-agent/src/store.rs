@@ -174,6 +174,16 @@ impl Store {
         Ok(out)
     }
 
+    /// The events of `id` as stored (JSON text), in order.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn events_json(&self, id: i64) -> Result<Vec<String>, AgentError> {
+        let mut st = self.conn.prepare("SELECT json FROM events WHERE investigation = ?1 ORDER BY seq")?;
+        let rows = st.query_map(params![id], |r| r.get::<_, String>(0))?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
     /// After a crash: every `running` investigation becomes `interrupted`, and
     /// each tool call that has no result gets a `tool_interrupted` event (it is
     /// never re-run silently). Returns the ids recovered.
