@@ -178,10 +178,10 @@ fn relative(path: &str) -> Result<PathBuf, ToolError> {
 
 fn check_denied(shown: &str, p: &Path) -> Result<(), ToolError> {
     for c in p.components() {
-        if let Component::Normal(n) = c {
-            if let Some(reason) = denied_name(&n.to_string_lossy()) {
-                return Err(ToolError::PathDenied { path: shown.to_string(), reason: reason.to_string() });
-            }
+        if let Component::Normal(n) = c
+            && let Some(reason) = denied_name(&n.to_string_lossy())
+        {
+            return Err(ToolError::PathDenied { path: shown.to_string(), reason: reason.to_string() });
         }
     }
     Ok(())
@@ -368,12 +368,12 @@ pub fn read(ws: &Workspace, args: &ReadArgs) -> Result<FilePage, ToolError> {
     let mut buf = Vec::with_capacity(cap.min(size - offset) as usize);
     (&mut f).take(cap).read_to_end(&mut buf).map_err(|e| io_err(&args.path, &e))?;
     // Do not end a page in the middle of a UTF-8 sequence: back off to its start.
-    if offset + (buf.len() as u64) < size {
-        if let Err(e) = std::str::from_utf8(&buf) {
-            if e.error_len().is_none() && e.valid_up_to() > 0 {
-                buf.truncate(e.valid_up_to());
-            }
-        }
+    if offset + (buf.len() as u64) < size
+        && let Err(e) = std::str::from_utf8(&buf)
+        && e.error_len().is_none()
+        && e.valid_up_to() > 0
+    {
+        buf.truncate(e.valid_up_to());
     }
     let end = offset + buf.len() as u64;
     Ok(FilePage {

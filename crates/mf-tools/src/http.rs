@@ -401,10 +401,10 @@ pub async fn run(args: &HttpArgs, policy: &HttpPolicy) -> Result<HttpResponse, T
         Some(serde_json::Value::String(s)) => Some((s.clone().into_bytes(), "text/plain; charset=utf-8")),
         Some(v) => Some((serde_json::to_vec(v).map_err(|e| invalid(e.to_string()))?, "application/json")),
     };
-    if let Some((b, _)) = &body {
-        if b.len() > limits.max_request_bytes {
-            return Err(ToolError::ArgumentsTooLarge { len: b.len(), max: limits.max_request_bytes });
-        }
+    if let Some((b, _)) = &body
+        && b.len() > limits.max_request_bytes
+    {
+        return Err(ToolError::ArgumentsTooLarge { len: b.len(), max: limits.max_request_bytes });
     }
 
     let refused = Arc::new(Mutex::new(None));
@@ -457,30 +457,30 @@ async fn exchange(
             }
             req = req.body(b.clone());
         }
-        let mut resp = req.send().await.map_err(transport)?;
+        let mut resp = req.send().await.map_err(|e| transport(e, limits))?;
         let status = resp.status();
-        if status.is_redirection() {
-            if let Some(loc) = resp.headers().get(reqwest::header::LOCATION) {
-                if redirects.len() >= limits.max_redirects {
-                    return Err(ToolError::TooManyRedirects(limits.max_redirects));
-                }
-                let loc = loc.to_str().map_err(|_| ToolError::InvalidUrl("redirect location is not text".into()))?;
-                let next = url.join(loc).map_err(|e| ToolError::InvalidUrl(format!("redirect to `{loc}`: {e}")))?;
-                // 303, and 301/302 after POST, become GET without a body (as browsers do).
-                if status == reqwest::StatusCode::SEE_OTHER
-                    || (method == reqwest::Method::POST && (status.as_u16() == 301 || status.as_u16() == 302))
-                {
-                    method = reqwest::Method::GET;
-                    body = None;
-                }
-                if next.origin() != url.origin() {
-                    headers.remove(reqwest::header::AUTHORIZATION);
-                    headers.remove(reqwest::header::COOKIE);
-                }
-                redirects.push(next.to_string());
-                url = next;
-                continue;
+        if status.is_redirection()
+            && let Some(loc) = resp.headers().get(reqwest::header::LOCATION)
+        {
+            if redirects.len() >= limits.max_redirects {
+                return Err(ToolError::TooManyRedirects(limits.max_redirects));
             }
+            let loc = loc.to_str().map_err(|_| ToolError::InvalidUrl("redirect location is not text".into()))?;
+            let next = url.join(loc).map_err(|e| ToolError::InvalidUrl(format!("redirect to `{loc}`: {e}")))?;
+            // 303, and 301/302 after POST, become GET without a body (as browsers do).
+            if status == reqwest::StatusCode::SEE_OTHER
+                || (method == reqwest::Method::POST && (status.as_u16() == 301 || status.as_u16() == 302))
+            {
+                method = reqwest::Method::GET;
+                body = None;
+            }
+            if next.origin() != url.origin() {
+                headers.remove(reqwest::header::AUTHORIZATION);
+                headers.remove(reqwest::header::COOKIE);
+            }
+            redirects.push(next.to_string());
+            url = next;
+            continue;
         }
         let content_type = resp
             .headers()
@@ -489,7 +489,7 @@ async fn exchange(
             .map(str::to_string);
         let mut buf: Vec<u8> = Vec::new();
         let mut truncated = false;
-        while let Some(chunk) = resp.chunk().await.map_err(transport)? {
+        while let Some(chunk) = resp.chunk().await.map_err(|e| transport(e, limits))? {
             let room = limits.max_bytes - buf.len();
             if chunk.len() > room {
                 buf.extend_from_slice(&chunk[..room]);
@@ -510,9 +510,12 @@ async fn exchange(
     }
 }
 
-fn transport(e: reqwest::Error) -> ToolError {
+fn transport(e: reqwest::Error, limits: &HttpLimits) -> ToolError {
     if e.is_timeout() {
-        return ToolError::Timeout(0);
+        // Report the limit that was hit (reqwest's own timer may fire in the
+        // same tick as the total one).
+        let limit = if e.is_connect() { limits.connect_timeout } else { limits.timeout };
+        return ToolError::Timeout(limit.as_millis() as u64);
     }
     // Walk the source chain: reqwest's top-level message hides the cause.
     let mut msg = e.to_string();

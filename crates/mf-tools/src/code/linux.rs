@@ -12,10 +12,12 @@
 //! 4. fork: the child is pid 1 of the new pid namespace; when it dies the
 //!    kernel kills everything else in it (no survivors), and it dies with
 //!    the helper (`PR_SET_PDEATHSIG`);
-//! 5. child: private mount propagation, a size-limited tmpfs on `/tmp`,
-//!    empty read-only tmpfs over `/run`, `/var/tmp`, `/dev/shm` (hides host
-//!    UNIX sockets such as X11 or ssh-agent), the program written into
-//!    `/tmp`, stdin `/dev/null`, rlimits, Landlock, seccomp, exec.
+//! 5. child: private mount propagation, then a minimal root
+//!    ([`minimal_root`]: the read paths bound read-only, four `/dev` nodes,
+//!    a size-limited tmpfs on `/tmp`, `pivot_root`, the host tree detached,
+//!    so no host path, UNIX sockets included, can even be named), the
+//!    program written into `/tmp`, stdin `/dev/null`, rlimits, Landlock,
+//!    seccomp, exec.
 //!
 //! The helper reports to the parent on fd 3 (JSON lines): `started`, then
 //! `exited`/`signaled`, or `setup_failed` with a reason.
@@ -218,7 +220,7 @@ fn child(spec: &SandboxSpec, script: &[u8], report: &mut std::fs::File) -> Strin
     match contain(spec, script) {
         Err(e) => e,
         Ok(landlock) => {
-            let _ = write!(report, "ok landlock={landlock}\n");
+            let _ = writeln!(report, "ok landlock={landlock}");
             let script_path = format!("/tmp/{}", spec.script_name);
             let err = std::process::Command::new(&spec.interpreter)
                 .arg(&script_path)
@@ -238,15 +240,7 @@ fn contain(spec: &SandboxSpec, script: &[u8]) -> Result<&'static str, String> {
         return Err(format!("program larger than {} bytes", spec.max_code_bytes));
     }
     mount("none", "/", "none", libc::MS_REC | libc::MS_PRIVATE, None)?;
-    let tmp_opts = format!("size={},nr_inodes=16384,mode=0700", spec.scratch_bytes.max(4096));
-    mount("tmpfs", "/tmp", "tmpfs", libc::MS_NOSUID | libc::MS_NODEV, Some(&tmp_opts))?;
-    for p in ["/run", "/var/tmp", "/dev/shm", "/var/run"] {
-        let meta = std::fs::symlink_metadata(p);
-        if meta.map(|m| m.is_dir()).unwrap_or(false) {
-            let flags = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
-            mount("tmpfs", p, "tmpfs", flags, Some("size=16k,mode=0755"))?;
-        }
-    }
+    minimal_root(spec)?;
     let script_path = format!("/tmp/{}", spec.script_name);
     std::fs::write(&script_path, script).map_err(|e| format!("writing the program: {e}"))?;
     let null = std::fs::File::open("/dev/null").map_err(|e| format!("/dev/null: {e}"))?;
@@ -264,6 +258,112 @@ fn contain(spec: &SandboxSpec, script: &[u8]) -> Result<&'static str, String> {
     let landlock = landlock(&spec.read_paths)?;
     seccomp()?;
     Ok(landlock)
+}
+
+/// Replace the file system the program sees with a minimal one, so that
+/// nothing of the host is even visible except the read paths.
+///
+/// Why: Landlock (ABI ≤ 7) does not govern `connect`/`sendto` to a pathname
+/// UNIX socket, so with the host tree visible the program could talk to any
+/// world-writable socket (an attack test found exactly that). With a new root
+/// there is no such path to name. Layout: a small tmpfs root; each read path
+/// bind-mounted read-only at the same place (symlinks such as `/bin -> usr/bin`
+/// recreated as symlinks); `/dev/{null,zero,random,urandom}` bound from the
+/// host; a fresh size-limited tmpfs on `/tmp`. Then `pivot_root` and the old
+/// root is detached, and the root tmpfs is made read-only. No `/proc`, `/sys`,
+/// `/run`, `/home`, `/root`.
+fn minimal_root(spec: &SandboxSpec) -> Result<(), String> {
+    const NEW: &str = "/tmp";
+    let no_dev = libc::MS_NOSUID | libc::MS_NODEV;
+    mount("tmpfs", NEW, "tmpfs", no_dev, Some("size=1m,nr_inodes=4096,mode=0755"))?;
+    let inside = |p: &Path| -> PathBuf { Path::new(NEW).join(p.strip_prefix("/").unwrap_or(p)) };
+    let mut paths: Vec<PathBuf> = spec.read_paths.clone();
+    let mut i = 0;
+    while i < paths.len() {
+        let p = paths[i].clone();
+        i += 1;
+        if !p.is_absolute() {
+            return Err(format!("read path {} is not absolute", p.display()));
+        }
+        let target = inside(&p);
+        if std::fs::symlink_metadata(&target).is_ok() {
+            continue; // already made (listed twice, or under a bound folder)
+        }
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("creating {}: {e}", parent.display()))?;
+        }
+        let meta = std::fs::symlink_metadata(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        if meta.file_type().is_symlink() {
+            let to = std::fs::read_link(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+            std::os::unix::fs::symlink(&to, &target).map_err(|e| format!("symlink {}: {e}", target.display()))?;
+            // What the link points at must be there too.
+            if let Ok(real) = std::fs::canonicalize(&p)
+                && !paths.iter().any(|q| real.starts_with(q))
+            {
+                paths.push(real);
+            }
+            continue;
+        }
+        if meta.is_dir() {
+            std::fs::create_dir_all(&target).map_err(|e| format!("creating {}: {e}", target.display()))?;
+        } else {
+            std::fs::File::create(&target).map_err(|e| format!("creating {}: {e}", target.display()))?;
+        }
+        bind(&p, &target, true)?;
+    }
+    let dev = Path::new(NEW).join("dev");
+    std::fs::create_dir_all(&dev).map_err(|e| format!("creating {}: {e}", dev.display()))?;
+    for name in ["null", "zero", "random", "urandom"] {
+        let target = dev.join(name);
+        std::fs::File::create(&target).map_err(|e| format!("creating {}: {e}", target.display()))?;
+        bind(&Path::new("/dev").join(name), &target, false)?;
+    }
+    let tmp = Path::new(NEW).join("tmp");
+    std::fs::create_dir(&tmp).map_err(|e| format!("creating {}: {e}", tmp.display()))?;
+    let tmp_opts = format!("size={},nr_inodes=16384,mode=0700", spec.scratch_bytes.max(4096));
+    mount("tmpfs", &tmp.to_string_lossy(), "tmpfs", no_dev, Some(&tmp_opts))?;
+
+    let c_new = CString::new(NEW).map_err(|e| e.to_string())?;
+    let c_dot = CString::new(".").map_err(|e| e.to_string())?;
+    // SAFETY: chdir/pivot_root/umount2 on valid NUL-terminated paths. pivot_root(".", ".")
+    // stacks the old root on the new one; detaching "." then removes the old root.
+    unsafe {
+        check(libc::chdir(c_new.as_ptr()), "chdir(new root)")?;
+        check(libc::syscall(libc::SYS_pivot_root, c_dot.as_ptr(), c_dot.as_ptr()) as libc::c_int, "pivot_root")?;
+        check(libc::umount2(c_dot.as_ptr(), libc::MNT_DETACH), "detaching the old root")?;
+        check(libc::chdir(c"/".as_ptr()), "chdir(/)")?;
+    }
+    if Path::new("/proc/self").exists() {
+        return Err("the host file system is still visible after pivot_root".into());
+    }
+    mount("none", "/", "none", libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | no_dev, None)
+}
+
+/// Bind-mount `src` on `dst`; with `read_only`, remount it read-only, nosuid,
+/// nodev, keeping the flags the kernel locks for a user namespace (noexec,
+/// atime) as the source mount has them.
+fn bind(src: &Path, dst: &Path, read_only: bool) -> Result<(), String> {
+    let (s, d) = (src.to_string_lossy(), dst.to_string_lossy());
+    mount(&s, &d, "none", libc::MS_BIND | libc::MS_REC, None)?;
+    if !read_only {
+        return Ok(());
+    }
+    let c = CString::new(d.as_bytes()).map_err(|e| e.to_string())?;
+    // SAFETY: statvfs into a zeroed local struct with a valid path.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    check(unsafe { libc::statvfs(c.as_ptr(), &mut st) }, &format!("statvfs {d}"))?;
+    let mut flags = libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV;
+    for (st_flag, ms_flag) in [
+        (libc::ST_NOEXEC, libc::MS_NOEXEC),
+        (libc::ST_NOATIME, libc::MS_NOATIME),
+        (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
+        (libc::ST_RELATIME, libc::MS_RELATIME),
+    ] {
+        if st.f_flag & st_flag != 0 {
+            flags |= ms_flag;
+        }
+    }
+    mount("none", &d, "none", flags, None)
 }
 
 fn set_rlimit(res: libc::__rlimit_resource_t, value: u64) -> Result<(), String> {

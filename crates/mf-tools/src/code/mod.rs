@@ -4,9 +4,10 @@
 //! `mf-sandbox` binary of this crate, or any binary that calls
 //! [`sandbox_helper_main`]) that, before exec'ing the interpreter:
 //! drops root to `nobody` (when run as root), enters new user, pid, net,
-//! mount, IPC and UTS namespaces, mounts a private size-limited tmpfs on
-//! `/tmp` (the only writable place, and HOME) and empty read-only tmpfs on
-//! `/run`, `/var/tmp`, `/dev/shm` (hiding host sockets), sets rlimits, applies
+//! mount, IPC and UTS namespaces, switches to a minimal root (only the
+//! read-only system folders, four `/dev` nodes and a private size-limited
+//! tmpfs on `/tmp`, the only writable place and HOME; no host path, host
+//! UNIX sockets included, is visible), sets rlimits, applies
 //! Landlock (read-only system folders, read-write `/tmp`, no TCP) and a
 //! seccomp filter (no sockets but `AF_UNIX`, no io_uring, ptrace, bpf, mount,
 //! namespaces, keyrings). The interpreter is pid 1 of its namespace, so when

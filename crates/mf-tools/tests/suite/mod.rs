@@ -1,0 +1,5 @@
+mod code;
+mod files;
+mod http;
+mod registry;
+mod support;

@@ -1,0 +1,164 @@
+//! The registry end to end, as the agent drives it: descriptors →
+//! requirement → the user's approval (bound to call id + argument hash) →
+//! run. A changed argument invalidates the approval, no answer is a denial,
+//! and a tool whose containment is missing is neither offered nor run.
+
+use mf_tools::http::HttpPolicy;
+use mf_tools::policy::{ApprovalPolicy, Mode};
+use mf_tools::{HTTP, LIST_FILES, READ_FILE, RUN_CODE, Requirement, SEARCH_FILES, ToolOutput, ToolRegistry, ToolSettings};
+
+use super::support::{Server, cfg, json_ok};
+
+async fn registry(server: &Server, ws: &std::path::Path, policy: ApprovalPolicy) -> ToolRegistry {
+    std::fs::write(ws.join("data.txt"), "rows: 42").unwrap();
+    ToolRegistry::new(ToolSettings {
+        workspace: vec![ws.to_path_buf()],
+        http: HttpPolicy { allowed_hosts: Some(vec![format!("127.0.0.1:{}", server.port)]), ..Default::default() },
+        code: Some(cfg()),
+        policy,
+        ..Default::default()
+    })
+    .await
+    .unwrap()
+}
+
+fn ask(r: Result<Requirement, mf_tools::ToolError>) -> mf_tools::policy::ApprovalRequest {
+    match r.unwrap() {
+        Requirement::Ask(req) => req,
+        Requirement::Auto => panic!("expected Ask"),
+    }
+}
+
+#[tokio::test]
+async fn registry_descriptors_offer_contained_tools_with_schemas() {
+    let s = Server::start(|_, _| json_ok()).await;
+    let ws = tempfile::tempdir().unwrap();
+    let reg = registry(&s, ws.path(), ApprovalPolicy::default()).await;
+    assert!(reg.code_status().is_ok(), "{:?}", reg.code_status());
+    let d = reg.descriptors();
+    let names: Vec<&str> = d.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, [HTTP, LIST_FILES, READ_FILE, SEARCH_FILES, RUN_CODE]);
+    for t in &d {
+        assert_eq!(t.parameters["type"], "object", "{}", t.name);
+        assert_eq!(t.parameters["additionalProperties"], false, "{}", t.name);
+        assert_eq!(t.read_only, [LIST_FILES, READ_FILE, SEARCH_FILES].contains(&t.name.as_str()), "{}", t.name);
+    }
+}
+
+#[tokio::test]
+async fn registry_approval_flow_end_to_end() {
+    let s = Server::start(|_, _| json_ok()).await;
+    let ws = tempfile::tempdir().unwrap();
+    let reg = registry(&s, ws.path(), ApprovalPolicy::default()).await;
+
+    // Read-only tools run without asking.
+    assert_eq!(reg.requirement("c1", READ_FILE, r#"{"path":"data.txt"}"#).unwrap(), Requirement::Auto);
+    match reg.run("c1", READ_FILE, r#"{"path":"data.txt"}"#, None).await.unwrap() {
+        ToolOutput::FilePage(p) => assert_eq!(p.content, "rows: 42"),
+        other => panic!("{other:?}"),
+    }
+    let get = format!(r#"{{"url":"{}"}}"#, s.url("/items"));
+    assert_eq!(reg.requirement("c2", HTTP, &get).unwrap(), Requirement::Auto);
+    assert!(matches!(reg.run("c2", HTTP, &get, None).await.unwrap(), ToolOutput::Http(r) if r.status == 200));
+    assert_eq!(s.requests().len(), 1);
+
+    // A POST asks; the request shows the canonical arguments and their hash.
+    let post = format!(r#"{{"method":"POST","url":"{}","body":{{"b":2,"a":1}}}}"#, s.url("/orders"));
+    let req = ask(reg.requirement("c3", HTTP, &post));
+    assert_eq!(req.call_id, "c3");
+    assert_eq!(req.tool, HTTP);
+    assert!(req.arguments.contains(r#""body":{"a":1,"b":2}"#), "{}", req.arguments);
+    assert_eq!(req.args_sha256.len(), 64);
+
+    // No answer is a denial; an explicit denial too. Nothing reaches the server.
+    let e = reg.run("c3", HTTP, &post, None).await.unwrap_err();
+    assert_eq!(e.code(), "approval_required");
+    assert_eq!(reg.run("c3", HTTP, &post, Some(&req.deny())).await.unwrap_err().code(), "approval_denied");
+    // The approval is bound to the call id...
+    assert_eq!(reg.run("c4", HTTP, &post, Some(&req.approve())).await.unwrap_err().code(), "approval_mismatch");
+    // ...and to the exact arguments: a changed body, URL or header invalidates it.
+    let changed_body = post.replace(r#""a":1"#, r#""a":1000"#);
+    let changed_url = post.replace("/orders", "/orders/all");
+    let with_header = post.replace(r#""body""#, r#""headers":{"x":"y"},"body""#);
+    for changed in [&changed_body, &changed_url, &with_header] {
+        let e = reg.run("c3", HTTP, changed, Some(&req.approve())).await.unwrap_err();
+        assert_eq!(e.code(), "approval_mismatch", "{changed}");
+    }
+    // An approval for another tool with the same call id does not carry over.
+    let code_req = ask(reg.requirement("c3", RUN_CODE, r#"{"language":"sh","code":"echo hi"}"#));
+    assert_eq!(reg.run("c3", HTTP, &post, Some(&code_req.approve())).await.unwrap_err().code(), "approval_mismatch");
+    assert_eq!(s.requests().len(), 1, "a refused call reached the server");
+
+    // The matching approval runs it, exactly once, even with keys reordered and spaces added.
+    let reordered = format!(r#"{{ "body": {{"a": 1, "b": 2}}, "url": "{}", "method": "POST" }}"#, s.url("/orders"));
+    let out = reg.run("c3", HTTP, &reordered, Some(&req.approve())).await.unwrap();
+    assert!(matches!(out, ToolOutput::Http(r) if r.status == 200));
+    let seen = s.requests();
+    assert_eq!(seen.len(), 2);
+    assert!(seen[1].starts_with("POST /orders ") && seen[1].ends_with(r#"{"a":1,"b":2}"#), "{}", seen[1]);
+
+    // Code asks too, and a changed program needs a new approval.
+    let code = r#"{"language":"sh","code":"echo approved"}"#;
+    let creq = ask(reg.requirement("c5", RUN_CODE, code));
+    assert_eq!(reg.run("c5", RUN_CODE, code, None).await.unwrap_err().code(), "approval_required");
+    let evil = r#"{"language":"sh","code":"echo approved; cat /etc/shadow"}"#;
+    assert_eq!(reg.run("c5", RUN_CODE, evil, Some(&creq.approve())).await.unwrap_err().code(), "approval_mismatch");
+    match reg.run("c5", RUN_CODE, code, Some(&creq.approve())).await.unwrap() {
+        ToolOutput::Code(r) => assert_eq!(r.stdout.text, "approved\n"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn registry_deny_policy_and_bad_calls() {
+    let s = Server::start(|_, _| json_ok()).await;
+    let ws = tempfile::tempdir().unwrap();
+    let reg = registry(&s, ws.path(), ApprovalPolicy::all(Mode::Deny)).await;
+    let get = format!(r#"{{"url":"{}"}}"#, s.url("/"));
+    assert_eq!(reg.requirement("c1", HTTP, &get).unwrap_err().code(), "denied_by_policy");
+    // An approval minted elsewhere does not override a deny policy.
+    let other = registry(&s, ws.path(), ApprovalPolicy::all(Mode::Ask)).await;
+    let req = ask(other.requirement("c1", HTTP, &get));
+    assert_eq!(reg.run("c1", HTTP, &get, Some(&req.approve())).await.unwrap_err().code(), "denied_by_policy");
+    assert_eq!(reg.run("c2", READ_FILE, r#"{"path":"data.txt"}"#, None).await.unwrap_err().code(), "denied_by_policy");
+    assert!(s.requests().is_empty());
+
+    // Malformed, unknown and oversized calls are typed errors, not panics.
+    let auto = registry(&s, ws.path(), ApprovalPolicy::all(Mode::Auto)).await;
+    for (name, args, want) in [
+        ("nope", "{}", "unknown_tool"),
+        (READ_FILE, "{not json", "invalid_arguments"),
+        (READ_FILE, r#"{"path":"data.txt","evil":1}"#, "invalid_arguments"),
+        (RUN_CODE, r#"{"language":"perl","code":"1"}"#, "invalid_arguments"),
+        (HTTP, r#"{"url":"ftp://x/"}"#, "scheme_not_allowed"),
+    ] {
+        let e = auto.run("c", name, args, None).await.unwrap_err();
+        assert_eq!(e.code(), want, "{name} {args}: {e}");
+    }
+    let huge = format!(r#"{{"language":"sh","code":"{}"}}"#, "x".repeat(600 << 10));
+    assert_eq!(auto.run("c", RUN_CODE, &huge, None).await.unwrap_err().code(), "arguments_too_large");
+}
+
+#[tokio::test]
+async fn registry_without_containment_neither_offers_nor_runs_code() {
+    let s = Server::start(|_, _| json_ok()).await;
+    let ws = tempfile::tempdir().unwrap();
+    let mut broken = cfg();
+    broken.helper = "/bin/true".into();
+    let reg = ToolRegistry::new(ToolSettings {
+        workspace: vec![ws.path().to_path_buf()],
+        code: Some(broken),
+        policy: ApprovalPolicy::all(Mode::Ask),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    assert_eq!(reg.code_status().as_ref().unwrap_err().code(), "sandbox_unavailable");
+    assert!(reg.descriptors().iter().all(|d| d.name != RUN_CODE));
+    // Even an approved call is refused: it never runs uncontained.
+    let code = r#"{"language":"sh","code":"echo RAN"}"#;
+    let req = ask(reg.requirement("c1", RUN_CODE, code));
+    let e = reg.run("c1", RUN_CODE, code, Some(&req.approve())).await.unwrap_err();
+    assert_eq!(e.code(), "sandbox_unavailable");
+    drop(s);
+}
