@@ -122,6 +122,30 @@ describe('InvestigationView', () => {
   });
 });
 
+describe('InvestigationView with repeated numbers', () => {
+  it('renders a resumed run whose rounds restart and two compactions in one round, and opens the second', async () => {
+    const second = { ...compactionFinished, tokens_before: 2000, tokens_after: 990 } as AgentEvent;
+    const { send } = await startWith([
+      { type: 'round', round: 1 },
+      { type: 'token', text: 'first run' },
+      { type: 'started', question: 'q', strategy: 'v2', model: 'm', context: 4096, reserve: 512, threshold: 2880, tools: [], resumed: true },
+      { type: 'round', round: 1 },
+      { type: 'token', text: 'resumed run' },
+      compactionStarted,
+      compactionFinished,
+      compactionStarted,
+      second,
+    ]);
+    expect(screen.getAllByTestId('round')).toHaveLength(2);
+    expect(screen.getAllByTestId('answer-text').map((p) => p.textContent)).toEqual(['first run', 'resumed run']);
+    const entries = screen.getAllByTestId('compaction');
+    expect(entries.map((e) => within(e).getByTestId('compaction-tokens').textContent)).toEqual(['2,990 → 1,402 tokens', '2,000 → 990 tokens']);
+    await fireEvent.click(within(entries[1]!).getByRole('button'));
+    expect(screen.getByRole('region', { name: 'Compaction ledger' }).textContent).toContain('2,000 → 990 tokens');
+    send({ type: 'token', text: '.' });
+  });
+});
+
 describe('Session', () => {
   it('sends an approval that arrives before the start command has returned its id', async () => {
     let resolveStart: (id: number) => void = () => {};
