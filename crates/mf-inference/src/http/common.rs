@@ -1,10 +1,14 @@
-//! What both HTTP backends share: the client, line-wise streaming, estimates.
+//! What both HTTP backends share: the client, line-wise streaming, the
+//! reply being assembled from the stream, the tool list, model info and
+//! token estimates. Each backend keeps only its wire format.
 
 use futures::StreamExt;
+use serde_json::{Value, json};
 
-use crate::backend::CancelToken;
+use crate::backend::{CancelToken, TokenSink};
 use crate::error::{InferenceError, Result};
-use crate::types::ChatMessage;
+use crate::thinking::ThinkStream;
+use crate::types::{ChatMessage, ModelInfo, StopReason, StreamEvent, ToolSpec, Usage};
 
 pub(crate) fn client() -> Result<reqwest::Client> {
     reqwest::Client::builder()
@@ -72,4 +76,91 @@ pub(crate) fn estimate_tokens(messages: &[ChatMessage], tools_json_len: usize) -
         .map(|m| m.content.len() + m.tool_calls.iter().map(|c| c.name.len() + c.arguments.to_string().len()).sum::<usize>())
         .sum();
     ((bytes + tools_json_len).div_ceil(4) + 4 * messages.len()) as u32
+}
+
+/// `tools` in the OpenAI function format, which Ollama accepts too.
+pub(crate) fn tools_json(tools: &[ToolSpec]) -> Value {
+    Value::Array(
+        tools
+            .iter()
+            .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
+            .collect(),
+    )
+}
+
+/// [`estimate_tokens`] for a request with these tools.
+pub(crate) fn estimate_request_tokens(messages: &[ChatMessage], tools: &[ToolSpec]) -> u32 {
+    estimate_tokens(messages, tools_json(tools).to_string().len())
+}
+
+/// What an HTTP backend knows about its model: the name and the context it
+/// was given (the server does not report architecture or size).
+pub(crate) fn model_info(model: &str, backend: &str, context_size: u32) -> ModelInfo {
+    ModelInfo {
+        name: model.to_string(),
+        backend: backend.into(),
+        architecture: None,
+        context_size,
+        context_train: None,
+        parameters: None,
+        tool_format: Some("native".into()),
+    }
+}
+
+/// One streamed line as JSON, or a protocol error naming the server.
+pub(crate) fn parse_json(url: &str, text: &str) -> Result<Value> {
+    serde_json::from_str(text)
+        .map_err(|e| InferenceError::Protocol { url: url.to_string(), reason: format!("not JSON ({e}): {text:.200}") })
+}
+
+/// The reply as it streams in: visible text (with `<think>` blocks split out
+/// by [`ThinkStream`]), separate reasoning text, usage and stop reason; every
+/// piece is forwarded to the token sink as it arrives.
+pub(crate) struct StreamedReply {
+    pub(crate) raw: String,
+    pub(crate) thinking: String,
+    pub(crate) usage: Usage,
+    pub(crate) stop: StopReason,
+    think: ThinkStream,
+    sink: Option<TokenSink>,
+}
+
+impl StreamedReply {
+    pub(crate) fn new(sink: Option<TokenSink>) -> Self {
+        Self { raw: String::new(), thinking: String::new(), usage: Usage::default(), stop: StopReason::EndOfTurn, think: ThinkStream::new(false), sink }
+    }
+
+    fn send(&self, e: StreamEvent) {
+        if let Some(s) = &self.sink {
+            let _ = s.send(e);
+        }
+    }
+
+    /// Reasoning the server reports in its own field (empty pieces ignored).
+    pub(crate) fn push_thinking(&mut self, t: &str) {
+        if !t.is_empty() {
+            self.thinking.push_str(t);
+            self.send(StreamEvent::Thinking(t.to_string()));
+        }
+    }
+
+    /// Message content (empty pieces ignored).
+    pub(crate) fn push_content(&mut self, t: &str) {
+        if !t.is_empty() {
+            self.raw.push_str(t);
+            for e in self.think.push(t) {
+                self.send(e);
+            }
+        }
+    }
+
+    /// Flush the think splitter; a stream that did not finish was cancelled.
+    pub(crate) fn finish(&mut self, finished: bool) {
+        for e in self.think.finish() {
+            self.send(e);
+        }
+        if !finished {
+            self.stop = StopReason::Cancelled;
+        }
+    }
 }

@@ -3,13 +3,12 @@
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
-use super::common::{client, estimate_tokens, post_lines};
+use super::common::{StreamedReply, client, estimate_request_tokens, model_info, parse_json, post_lines, tools_json};
 use crate::backend::{Backend, CancelToken, TokenSink};
 use crate::error::{InferenceError, Result};
 use crate::reply::assemble;
-use crate::thinking::ThinkStream;
 use crate::tool_parse::{ToolCallFormat, new_call_id};
-use crate::types::{ChatMessage, GenerateRequest, Generation, KvStats, ModelInfo, Role, StopReason, StreamEvent, Thinking, ToolCall, ToolSpec, Usage};
+use crate::types::{ChatMessage, GenerateRequest, Generation, KvStats, ModelInfo, Role, StopReason, Thinking, ToolCall, ToolSpec};
 
 /// A model served by Ollama.
 #[derive(Debug, Clone)]
@@ -64,15 +63,6 @@ impl OllamaBackend {
     }
 }
 
-pub(crate) fn tools_json(tools: &[ToolSpec]) -> Value {
-    Value::Array(
-        tools
-            .iter()
-            .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
-            .collect(),
-    )
-}
-
 fn message_json(m: &ChatMessage) -> Value {
     let mut v = json!({"role": m.role.as_str(), "content": m.content});
     if m.role == Role::Assistant && !m.tool_calls.is_empty() {
@@ -91,34 +81,16 @@ impl Backend for OllamaBackend {
         Box::pin(async move {
             let url = self.endpoint()?;
             let body = self.request_body(&request);
-            let mut raw = String::new();
-            let mut thinking = String::new();
+            let mut reply = StreamedReply::new(sink);
             let mut calls: Vec<ToolCall> = Vec::new();
-            let mut usage = Usage::default();
-            let mut stop = StopReason::EndOfTurn;
-            let mut think = ThinkStream::new(false);
-            let send = |e: StreamEvent| {
-                if let Some(s) = &sink {
-                    let _ = s.send(e);
-                }
-            };
             let finished = post_lines(&self.client, &url, None, &body, &cancel, |line| {
-                let v: Value = serde_json::from_str(line)
-                    .map_err(|e| InferenceError::Protocol { url: url.clone(), reason: format!("not JSON ({e}): {line:.200}") })?;
+                let v = parse_json(&url, line)?;
                 if let Some(err) = v.get("error").and_then(Value::as_str) {
                     return Err(InferenceError::Protocol { url: url.clone(), reason: err.to_string() });
                 }
                 let msg = &v["message"];
-                if let Some(t) = msg["thinking"].as_str().filter(|t| !t.is_empty()) {
-                    thinking.push_str(t);
-                    send(StreamEvent::Thinking(t.to_string()));
-                }
-                if let Some(t) = msg["content"].as_str().filter(|t| !t.is_empty()) {
-                    raw.push_str(t);
-                    for e in think.push(t) {
-                        send(e);
-                    }
-                }
+                reply.push_thinking(msg["thinking"].as_str().unwrap_or_default());
+                reply.push_content(msg["content"].as_str().unwrap_or_default());
                 if let Some(list) = msg["tool_calls"].as_array() {
                     for c in list {
                         let f = &c["function"];
@@ -132,36 +104,32 @@ impl Backend for OllamaBackend {
                     }
                 }
                 if v["done"].as_bool() == Some(true) {
-                    stop = match v["done_reason"].as_str() {
+                    reply.stop = match v["done_reason"].as_str() {
                         Some("length") => StopReason::MaxTokens,
                         _ => StopReason::EndOfTurn,
                     };
                     let n = |k: &str| v[k].as_u64().unwrap_or(0);
-                    usage.kv = KvStats {
+                    reply.usage.kv = KvStats {
                         prompt_tokens: n("prompt_eval_count") as u32,
                         decoded: n("prompt_eval_count") as u32,
                         prefill_ms: n("prompt_eval_duration") / 1_000_000,
                         decode_ms: n("eval_duration") / 1_000_000,
                         ..KvStats::default()
                     };
-                    usage.completion_tokens = n("eval_count") as u32;
+                    reply.usage.completion_tokens = n("eval_count") as u32;
                     return Ok(true);
                 }
                 Ok(false)
             })
             .await?;
-            for e in think.finish() {
-                send(e);
-            }
-            if !finished {
-                stop = StopReason::Cancelled;
-            }
+            reply.finish(finished);
+            let StreamedReply { raw, thinking, usage, stop, .. } = reply;
             Ok(assemble(raw, false, ToolCallFormat::Hermes, calls, Some(thinking), stop, usage))
         })
     }
 
     fn count_tokens<'a>(&'a self, messages: &'a [ChatMessage], tools: &'a [ToolSpec]) -> BoxFuture<'a, Result<u32>> {
-        Box::pin(async move { Ok(estimate_tokens(messages, tools_json(tools).to_string().len())) })
+        Box::pin(async move { Ok(estimate_request_tokens(messages, tools)) })
     }
 
     fn context_size(&self) -> u32 {
@@ -169,14 +137,6 @@ impl Backend for OllamaBackend {
     }
 
     fn model_info(&self) -> ModelInfo {
-        ModelInfo {
-            name: self.model.clone(),
-            backend: "ollama".into(),
-            architecture: None,
-            context_size: self.context_size,
-            context_train: None,
-            parameters: None,
-            tool_format: Some("native".into()),
-        }
+        model_info(&self.model, "ollama", self.context_size)
     }
 }

@@ -4,14 +4,12 @@
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
-use super::common::{client, estimate_tokens, post_lines};
-use super::ollama::tools_json;
+use super::common::{StreamedReply, client, estimate_request_tokens, model_info, parse_json, post_lines, tools_json};
 use crate::backend::{Backend, CancelToken, TokenSink};
 use crate::error::{InferenceError, Result};
 use crate::reply::assemble;
-use crate::thinking::ThinkStream;
 use crate::tool_parse::{ToolCallFormat, new_call_id};
-use crate::types::{ChatMessage, GenerateRequest, Generation, KvStats, ModelInfo, Role, StopReason, StreamEvent, ToolCall, ToolSpec, Usage};
+use crate::types::{ChatMessage, GenerateRequest, Generation, KvStats, ModelInfo, Role, StopReason, ToolCall, ToolSpec};
 
 /// A model behind an OpenAI-compatible server.
 #[derive(Debug, Clone)]
@@ -92,18 +90,9 @@ impl Backend for OpenAiBackend {
         Box::pin(async move {
             let url = self.url.clone();
             let body = self.request_body(&request);
-            let mut raw = String::new();
-            let mut thinking = String::new();
+            let mut reply = StreamedReply::new(sink);
             let mut partial: Vec<PartialCall> = Vec::new();
-            let mut usage = Usage::default();
-            let mut stop = StopReason::EndOfTurn;
-            let mut think = ThinkStream::new(false);
             let mut timings: Option<KvStats> = None;
-            let send = |e: StreamEvent| {
-                if let Some(s) = &sink {
-                    let _ = s.send(e);
-                }
-            };
             let finished = post_lines(&self.client, &url, self.api_key.as_deref(), &body, &cancel, |line| {
                 let Some(data) = line.strip_prefix("data:") else {
                     return Ok(false); // comments, `event:` lines
@@ -112,25 +101,16 @@ impl Backend for OpenAiBackend {
                 if data == "[DONE]" {
                     return Ok(true);
                 }
-                let v: Value = serde_json::from_str(data)
-                    .map_err(|e| InferenceError::Protocol { url: url.clone(), reason: format!("not JSON ({e}): {data:.200}") })?;
+                let v = parse_json(&url, data)?;
                 if let Some(err) = v.get("error") {
                     return Err(InferenceError::Protocol { url: url.clone(), reason: err.to_string() });
                 }
                 if let Some(choice) = v["choices"].get(0) {
                     let delta = &choice["delta"];
                     for key in ["reasoning_content", "reasoning"] {
-                        if let Some(t) = delta[key].as_str().filter(|t| !t.is_empty()) {
-                            thinking.push_str(t);
-                            send(StreamEvent::Thinking(t.to_string()));
-                        }
+                        reply.push_thinking(delta[key].as_str().unwrap_or_default());
                     }
-                    if let Some(t) = delta["content"].as_str().filter(|t| !t.is_empty()) {
-                        raw.push_str(t);
-                        for e in think.push(t) {
-                            send(e);
-                        }
-                    }
+                    reply.push_content(delta["content"].as_str().unwrap_or_default());
                     if let Some(list) = delta["tool_calls"].as_array() {
                         for c in list {
                             let i = c["index"].as_u64().unwrap_or(partial.len() as u64) as usize;
@@ -150,8 +130,8 @@ impl Backend for OpenAiBackend {
                         }
                     }
                     match choice["finish_reason"].as_str() {
-                        Some("length") => stop = StopReason::MaxTokens,
-                        Some("tool_calls") => stop = StopReason::ToolCall,
+                        Some("length") => reply.stop = StopReason::MaxTokens,
+                        Some("tool_calls") => reply.stop = StopReason::ToolCall,
                         _ => {}
                     }
                 }
@@ -159,10 +139,10 @@ impl Backend for OpenAiBackend {
                     let n = |x: &Value| x.as_u64().unwrap_or(0) as u32;
                     let prompt = n(&u["prompt_tokens"]);
                     let cached = n(&u["prompt_tokens_details"]["cached_tokens"]);
-                    usage.kv.prompt_tokens = prompt;
-                    usage.kv.reused = cached;
-                    usage.kv.decoded = prompt.saturating_sub(cached);
-                    usage.completion_tokens = n(&u["completion_tokens"]);
+                    reply.usage.kv.prompt_tokens = prompt;
+                    reply.usage.kv.reused = cached;
+                    reply.usage.kv.decoded = prompt.saturating_sub(cached);
+                    reply.usage.completion_tokens = n(&u["completion_tokens"]);
                 }
                 // llama-server's own figures, when present, are more precise.
                 if let Some(t) = v.get("timings").filter(|t| t.is_object()) {
@@ -181,15 +161,11 @@ impl Backend for OpenAiBackend {
                 Ok(false)
             })
             .await?;
-            for e in think.finish() {
-                send(e);
-            }
+            reply.finish(finished);
             if let Some(t) = timings {
-                usage.kv = t;
+                reply.usage.kv = t;
             }
-            if !finished {
-                stop = StopReason::Cancelled;
-            }
+            let StreamedReply { raw, thinking, usage, stop, .. } = reply;
             let mut calls = Vec::new();
             let mut parse_error = None;
             for p in partial {
@@ -216,7 +192,7 @@ impl Backend for OpenAiBackend {
     }
 
     fn count_tokens<'a>(&'a self, messages: &'a [ChatMessage], tools: &'a [ToolSpec]) -> BoxFuture<'a, Result<u32>> {
-        Box::pin(async move { Ok(estimate_tokens(messages, tools_json(tools).to_string().len())) })
+        Box::pin(async move { Ok(estimate_request_tokens(messages, tools)) })
     }
 
     fn context_size(&self) -> u32 {
@@ -224,14 +200,6 @@ impl Backend for OpenAiBackend {
     }
 
     fn model_info(&self) -> ModelInfo {
-        ModelInfo {
-            name: self.model.clone(),
-            backend: "openai".into(),
-            architecture: None,
-            context_size: self.context_size,
-            context_train: None,
-            parameters: None,
-            tool_format: Some("native".into()),
-        }
+        model_info(&self.model, "openai", self.context_size)
     }
 }
