@@ -69,6 +69,12 @@ try {
   check((await page.getByTestId('forecast').textContent()).includes('Compacting now'), 'gauge says a compaction is running');
   const bar = await page.$eval('[data-testid="gauge-bar"]', (el) => el.getBoundingClientRect().width);
   const line = await page.$eval('[data-testid="threshold-line"]', (el) => el.getBoundingClientRect().left - el.parentElement.getBoundingClientRect().left);
+  const inLegend = await page.$eval('.legend .dot.reserve', (el) => {
+    const r = el.getBoundingClientRect();
+    const l = el.closest('.legend').getBoundingClientRect();
+    return r.left >= l.left && r.right <= l.right && r.top >= l.top && r.bottom <= l.bottom;
+  });
+  check(inLegend, 'the reserve swatch sits inside the legend');
   check(Math.abs(line / bar - 1228 / 2048) < 0.01, `threshold line at ${(line / bar).toFixed(3)} of the bar (1228/2048 = ${(1228 / 2048).toFixed(3)})`);
   await page.getByTestId('seg-compressible').hover();
   check((await page.getByTestId('gauge-hover').textContent()).trim() === 'compressible: 880 tokens', 'exact count on hover');
