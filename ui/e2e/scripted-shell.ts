@@ -26,17 +26,17 @@ const g = (o: Partial<Gauge>): Gauge => ({
 
 function investigation(question: string): Step[] {
   return [
-    { type: 'started', question, strategy: 'v1', model: 'SmolLM2-135M-Instruct.Q4_1', context: 2048, reserve: 512, threshold: 1228, tools: ['http_get', 'read_file'], resumed: false },
+    { type: 'started', question, strategy: 'v1', model: 'SmolLM2-135M-Instruct.Q4_1', context: 2048, reserve: 512, threshold: 1228, tools: ['http', 'list_files', 'read_file', 'search_files'], resumed: false },
     { type: 'gauge', gauge: g({ recent: 42, prompt_tokens: 352, free: 1184 }) },
     { type: 'round', round: 1 },
     { type: 'thinking_token', text: 'The error counts are served by the local API; ' },
     { type: 'thinking_token', text: 'fetch them per region first.' },
-    { type: 'tool_call', call_id: 'call_1', name: 'http_get', arguments: { url: 'http://127.0.0.1:8931/errors?status=5xx' } },
-    { type: 'approval_requested', call_id: 'call_1', name: 'http_get', arguments: '{"url":"http://127.0.0.1:8931/errors?status=5xx"}', args_sha256: '5e0c1f7a' },
+    { type: 'tool_call', call_id: 'call_1', name: 'http', arguments: { url: 'http://127.0.0.1:8931/errors?status=5xx' } },
+    { type: 'approval_requested', call_id: 'call_1', name: 'http', arguments: '{"url":"http://127.0.0.1:8931/errors?status=5xx"}', args_sha256: '5e0c1f7a' },
     { hold: 'approval' },
     { type: 'approval_decided', call_id: 'call_1', approved: true, by: 'user' },
     { type: 'kv', round: 1, purpose: 'round', stats: { prompt_tokens: 352, reused: 0, decoded: 352, trimmed: 0, full_clear: false, prefill_ms: 1480, decode_ms: 610 }, completion_tokens: 38 },
-    { type: 'tool_result', call_id: 'call_1', name: 'http_get', ok: true, error: null, content: '{"eu-west":412,"us-east":77,"ap-south":19, "samples": [ ... ]}', truncated: 'result cut from 9,412 to 2,000 characters' },
+    { type: 'tool_result', call_id: 'call_1', name: 'http', ok: true, error: null, content: '{"eu-west":412,"us-east":77,"ap-south":19, "samples": [ ... ]}', truncated: 'result cut from 9,412 to 2,000 characters' },
     { type: 'gauge', gauge: g({ compressible: 520, recent: 310, prompt_tokens: 1140, free: 396, messages: 4 }) },
     { type: 'round', round: 2 },
     { type: 'tool_call', call_id: 'call_2', name: 'read_file', arguments: { path: 'incidents/2026-11.md' } },
@@ -104,7 +104,7 @@ const settings: Settings = {
   threads: 2,
   gpu: false,
   thinking: true,
-  tool_approvals: { http_get: 'ask', read_file: 'allow', run_code: 'ask' },
+  tool_approvals: { http: 'ask', list_files: 'allow', read_file: 'allow', search_files: 'allow', run_code: 'ask' },
   workspace_roots: ['/work/main/scenarios/agentic'],
   allowed_hosts: ['127.0.0.1:8931'],
 };
