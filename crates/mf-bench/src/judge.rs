@@ -19,6 +19,24 @@ use crate::model::{Model, Purpose};
 pub const JUDGE_SYSTEM: &str = "You grade answers. Compare the CANDIDATE answer with the REFERENCE answer to the QUESTION. \
 Reply with one digit only:\n3 = states the same facts as the reference\n2 = mostly right, a detail missing\n1 = partly right\n0 = wrong, contradicts the reference, says it does not know, or is empty";
 
+/// Worked examples shown before every grading (small models answer with
+/// prose otherwise). They come before the graded answer, so they are part of
+/// the prompt prefix every judge call shares in the KV cache.
+pub const FEW_SHOT: &[(&str, &str)] = &[
+    (
+        "QUESTION: Which port does the cache listen on?\nREFERENCE: Port 6380.\nCANDIDATE: It listens on 6380.\nGrade (0, 1, 2 or 3):",
+        "3",
+    ),
+    (
+        "QUESTION: Which port does the cache listen on?\nREFERENCE: Port 6380.\nCANDIDATE: It listens on port 5432.\nGrade (0, 1, 2 or 3):",
+        "0",
+    ),
+    (
+        "QUESTION: Why did the job fail, and when?\nREFERENCE: The disk filled up at 03:10.\nCANDIDATE: The disk was full.\nGrade (0, 1, 2 or 3):",
+        "2",
+    ),
+];
+
 /// One control answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -157,7 +175,13 @@ pub fn grade(judge: &Model, probe: &Probe, answer: &str) -> Result<Verdict> {
         probe.reference.trim(),
         if answer.trim().is_empty() { "(no answer)" } else { answer.trim() }
     );
-    let g = judge.generate(Purpose::Judge, vec![ChatMessage::system(JUDGE_SYSTEM), ChatMessage::user(user)], Sampling::greedy(4))?;
+    let mut msgs = vec![ChatMessage::system(JUDGE_SYSTEM)];
+    for (u, a) in FEW_SHOT {
+        msgs.push(ChatMessage::user(*u));
+        msgs.push(ChatMessage::assistant(*a));
+    }
+    msgs.push(ChatMessage::user(user));
+    let g = judge.generate(Purpose::Judge, msgs, Sampling::greedy(4))?;
     let raw = g.content.clone();
     Ok(Verdict { score: parse_grade(&raw), raw })
 }

@@ -133,7 +133,13 @@ impl Model {
     pub fn generate(&self, purpose: Purpose, messages: Vec<ChatMessage>, sampling: Sampling) -> Result<Generation> {
         let t = Instant::now();
         let req = GenerateRequest { messages, tools: Vec::new(), sampling };
-        let g = self.rt.block_on(self.backend.generate(req, None, CancelToken::new()))?;
+        let g = match self.rt.block_on(self.backend.generate(req.clone(), None, CancelToken::new())) {
+            Err(e) if needs_user_first(&e) => {
+                let req = GenerateRequest { messages: user_first(req.messages), ..req };
+                self.rt.block_on(self.backend.generate(req, None, CancelToken::new()))?
+            }
+            r => r?,
+        };
         let ms = t.elapsed().as_millis() as u64;
         self.stats.borrow_mut().entry(purpose).or_default().add(&g, ms);
         Ok(g)
@@ -162,7 +168,13 @@ impl Model {
     /// # Errors
     /// The backend's.
     pub fn count_conversation(&self, messages: &[ChatMessage]) -> Result<usize> {
-        Ok(self.rt.block_on(self.backend.count_tokens(messages, &[]))? as usize)
+        match self.rt.block_on(self.backend.count_tokens(messages, &[])) {
+            Err(e) if needs_user_first(&e) => {
+                let fixed = user_first(messages.to_vec());
+                Ok(self.rt.block_on(self.backend.count_tokens(&fixed, &[]))? as usize)
+            }
+            r => Ok(r? as usize),
+        }
     }
 
     /// The figures so far, per purpose.
@@ -174,6 +186,27 @@ impl Model {
     pub fn reset_stats(&self) {
         self.stats.borrow_mut().clear();
     }
+}
+
+/// The user turn put before a history that starts with the model's turn
+/// (baseline keeps the system prompt and the last two messages, dropping the
+/// question), for templates that insist on user/assistant alternation.
+pub const OMITTED_TURN: &str = "[earlier messages omitted]";
+
+fn needs_user_first(e: &mf_inference::InferenceError) -> bool {
+    matches!(e, mf_inference::InferenceError::Template(m) if m.contains("alternate"))
+}
+
+/// Inserts [`OMITTED_TURN`] as a user message before the first non-system
+/// message when that message is not the user's.
+pub fn user_first(mut messages: Vec<ChatMessage>) -> Vec<ChatMessage> {
+    let first = messages.iter().position(|m| m.role != Role::System);
+    if let Some(i) = first
+        && messages[i].role != Role::User
+    {
+        messages.insert(i, ChatMessage::user(OMITTED_TURN));
+    }
+    messages
 }
 
 /// Tokens of role markers added per message (`<|im_start|>role\n … <|im_end|>\n`).
@@ -231,5 +264,21 @@ impl TokenCounter for ModelTokenCounter<'_> {
                 mf_forgetting::ApproxTokenCounter.count_message(message)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn a_history_starting_with_the_model_gets_a_user_turn() {
+        let h = vec![ChatMessage::system("s"), ChatMessage::assistant("a"), ChatMessage::user("u")];
+        let f = user_first(h.clone());
+        assert_eq!(f.len(), 4);
+        assert_eq!((f[1].role, f[1].content.as_str()), (Role::User, OMITTED_TURN));
+        let ok = vec![ChatMessage::system("s"), ChatMessage::user("u")];
+        assert_eq!(user_first(ok.clone()), ok);
     }
 }

@@ -91,6 +91,8 @@ pub struct CompactionRow {
     pub approximate_counts: bool,
     /// Wall time, ms.
     pub compaction_ms: u64,
+    /// Why the compaction failed (the strategy could not get under the threshold); its probes then score 0.
+    pub error: Option<String>,
 }
 
 /// Mean and spread of a score over repetitions.
@@ -123,6 +125,8 @@ pub struct ConditionSummary {
     pub fallbacks: usize,
     /// Empty answers.
     pub empty_answers: usize,
+    /// Scenarios where the strategy could not get under the threshold (probes scored 0).
+    pub compaction_failures: usize,
 }
 
 /// A (scenario × condition) cell.

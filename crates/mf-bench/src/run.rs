@@ -11,7 +11,7 @@
 use std::time::Instant;
 
 use mf_forgetting::scenario::Probe;
-use mf_forgetting::{Budget, Message, PlanConfig, Scenario};
+use mf_forgetting::{Budget, Message, PlanConfig};
 use mf_inference::{ChatMessage, Generation, Sampling, StopReason, Thinking};
 
 use crate::condition::{Compacted, Condition, compact};
@@ -96,7 +96,7 @@ impl Default for RunConfig {
             conditions: Condition::ALL.to_vec(),
             scorers: Scorers { keyword: true, judge: true },
             reps: 1,
-            budget: Budget { context: 2048, reserve: 512, ratio: 0.75, recent: 2 },
+            budget: Budget { context: 4608, reserve: 512, ratio: 0.75, recent: 2 },
             plan: PlanConfig::default(),
             temperature: 0.1,
             answer_max_tokens: 160,
@@ -164,14 +164,22 @@ pub fn run_suite(
     let mut comps: Vec<CompactionRow> = Vec::new();
     let mut controls: Vec<ControlRow> = Vec::new();
     let mut empty_by_budget = 0;
-    // A required keyword of another scenario, as a wrong entity for contradiction controls.
-    let other_entity = |i: usize| -> String {
-        let s: &Scenario = &scenarios[(i + 1) % scenarios.len()].scenario;
-        s.probes
+    // A required keyword of another scenario, as a wrong entity for contradiction controls:
+    // never one this probe itself accepts.
+    let other_entity = |si: usize, p: &Probe| -> String {
+        let own = crate::keyword::normalise(&p.reference);
+        let accepted: Vec<String> = p.required.iter().chain(&p.partial).flat_map(|k| k.variants()).map(crate::keyword::normalise).collect();
+        scenarios
             .iter()
-            .flat_map(|p| p.required.iter())
+            .enumerate()
+            .filter(|(i, _)| *i != si)
+            .flat_map(|(_, s)| s.scenario.probes.iter())
+            .flat_map(|q| q.required.iter())
             .flat_map(|k| k.variants())
-            .find(|v| !v.chars().any(|c| c.is_ascii_digit()))
+            .find(|v| {
+                let n = crate::keyword::normalise(v);
+                !v.chars().any(|c| c.is_ascii_digit()) && !accepted.contains(&n) && !own.contains(&n)
+            })
             .unwrap_or("an unrelated service")
             .to_owned()
     };
@@ -180,8 +188,34 @@ pub fn run_suite(
             let s = &ls.scenario;
             let seed = rep.wrapping_mul(7919).wrapping_add(17);
             let mut compacted: Vec<(Condition, Compacted)> = Vec::new();
+            let mut failed: Vec<Condition> = Vec::new();
             for &c in &cfg.conditions {
-                let cp = compact(model, c, &s.messages, &cfg.budget, &cfg.plan, seed, cfg.evaluator_max_tokens)?;
+                let cp = match compact(model, c, &s.messages, &cfg.budget, &cfg.plan, seed, cfg.evaluator_max_tokens) {
+                    Ok(cp) => cp,
+                    // The strategy cannot fit the budget: the app's loop would have to stop here.
+                    // Recorded, and its probes score 0 (an answer was never possible).
+                    Err(BenchError::Forgetting(e @ mf_forgetting::ForgettingError::BudgetNotRestored { .. })) => {
+                        comps.push(CompactionRow {
+                            scenario: s.id.clone(),
+                            condition: c.as_str().to_owned(),
+                            rep,
+                            tokens_before: 0,
+                            tokens_after: 0,
+                            messages_before: s.messages.len(),
+                            messages_after: 0,
+                            fallback: None,
+                            verbatim: 0,
+                            dropped: 0,
+                            evaluator_calls: 0,
+                            approximate_counts: false,
+                            compaction_ms: 0,
+                            error: Some(e.to_string()),
+                        });
+                        failed.push(c);
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
                 comps.push(CompactionRow {
                     scenario: s.id.clone(),
                     condition: c.as_str().to_owned(),
@@ -196,10 +230,34 @@ pub fn run_suite(
                     evaluator_calls: cp.evaluator_calls,
                     approximate_counts: cp.approximate_counts,
                     compaction_ms: cp.compaction_ms,
+                    error: None,
                 });
                 compacted.push((c, cp));
             }
             let first_row = rows.len();
+            for c in &failed {
+                for p in &s.probes {
+                    rows.push(ScoreRow {
+                        scenario: s.id.clone(),
+                        probe: p.id.clone(),
+                        condition: c.as_str().to_owned(),
+                        dimension: enum_name(&p.dimension),
+                        score: 0,
+                        answer: String::new(),
+                        class: enum_name(&s.class),
+                        length: enum_name(&s.length),
+                        rep,
+                        judge: cfg.scorers.judge.then_some(0),
+                        judge_raw: None,
+                        stop_reason: "compaction_failed".to_owned(),
+                        completion_tokens: 0,
+                        thinking_tokens: 0,
+                        retried: false,
+                    });
+                }
+                done += 1;
+                progress(Progress { done, total, label: format!("{} · {} · rep {} (compaction failed)", s.id, c, rep + 1) });
+            }
             for (c, cp) in &compacted {
                 for p in &s.probes {
                     let (g, retried) = ask(model, &cp.messages, p, cfg, seed)?;
@@ -231,7 +289,7 @@ pub fn run_suite(
             // Controls (once per probe, first repetition) and judge grades, probe by probe.
             for p in &s.probes {
                 if rep == 0 {
-                    let other = other_entity(si);
+                    let other = other_entity(si, p);
                     for ctl in Control::ALL {
                         let answer = ctl.answer(p, &other);
                         let judge_score = if cfg.scorers.judge { grade(judge_model, p, &answer)?.score } else { None };
@@ -246,7 +304,7 @@ pub fn run_suite(
                     }
                 }
                 if cfg.scorers.judge {
-                    for r in rows[first_row..].iter_mut().filter(|r| r.probe == p.id) {
+                    for r in rows[first_row..].iter_mut().filter(|r| r.probe == p.id && r.stop_reason != "compaction_failed") {
                         let v = grade(judge_model, p, &r.answer)?;
                         r.judge = v.score;
                         r.judge_raw = Some(v.raw);
@@ -284,7 +342,8 @@ pub fn run_suite(
         .map(|c| {
             let name = c.as_str();
             let rs: Vec<&ScoreRow> = rows.iter().filter(|r| r.condition == name).collect();
-            let cs: Vec<&CompactionRow> = comps.iter().filter(|r| r.condition == name).collect();
+            let failures = comps.iter().filter(|r| r.condition == name && r.error.is_some()).count();
+            let cs: Vec<&CompactionRow> = comps.iter().filter(|r| r.condition == name && r.error.is_none()).collect();
             let kw: Vec<(u32, f64)> = rs.iter().map(|r| (r.rep, f64::from(r.score))).collect();
             let j: Vec<(u32, f64)> = rs.iter().filter_map(|r| r.judge.map(|s| (r.rep, f64::from(s)))).collect();
             let n = cs.len().max(1) as f64;
@@ -295,7 +354,8 @@ pub fn run_suite(
                 tokens_before: cs.iter().map(|r| r.tokens_before as f64).sum::<f64>() / n,
                 tokens_after: cs.iter().map(|r| r.tokens_after as f64).sum::<f64>() / n,
                 fallbacks: cs.iter().filter(|r| r.fallback.is_some()).count(),
-                empty_answers: rs.iter().filter(|r| r.answer.is_empty()).count(),
+                empty_answers: rs.iter().filter(|r| r.answer.is_empty() && r.stop_reason != "compaction_failed").count(),
+                compaction_failures: failures,
             }
         })
         .collect();

@@ -80,7 +80,7 @@ struct RunArgs {
     #[arg(long)]
     threads: Option<i32>,
     /// Compaction budget: context C.
-    #[arg(long, default_value_t = 2048)]
+    #[arg(long, default_value_t = 4608)]
     budget_context: usize,
     /// Compaction budget: generation reserve G.
     #[arg(long, default_value_t = 512)]
