@@ -570,6 +570,15 @@ pub(super) async fn run(args: &CodeArgs, cfg: &CodeConfig) -> Result<CodeResult,
 }
 
 async fn run_inner(args: &CodeArgs, cfg: &CodeConfig) -> Result<(CodeResult, String), ToolError> {
+    // `/tmp` inside is the sandbox's own empty scratch, mounted over whatever
+    // would be bound there, so an extra read path under it cannot be shown:
+    // say so instead of failing in the middle of the set-up.
+    if let Some(p) = cfg.extra_read_paths.iter().find(|p| !p.is_absolute() || p.starts_with("/tmp")) {
+        return Err(ToolError::SandboxUnavailable(format!(
+            "extra read path {} must be absolute and outside /tmp (the sandbox's private scratch)",
+            p.display()
+        )));
+    }
     let limits = &cfg.limits;
     let run_id = new_run_id();
     let spec = serde_json::to_string(&spec_for(args, cfg, &run_id)).map_err(|e| ToolError::SandboxFailed(e.to_string()))?;

@@ -254,6 +254,26 @@ async fn code_refuses_when_containment_unavailable() {
 }
 
 #[tokio::test]
+async fn code_extra_read_paths_are_bound_read_only() {
+    let hostname = std::fs::read_to_string("/etc/hostname").unwrap();
+    // Not in the default read paths: invisible.
+    let r = run(Language::Sh, "cat /etc/hostname /etc/os-release", &cfg()).await;
+    assert!(!r.stdout.text.contains("ID="), "{r:?}");
+    // Listed (a plain file, and a symlink into /usr): readable, still not writable.
+    let mut c = cfg();
+    c.extra_read_paths = vec!["/etc/hostname".into(), "/etc/os-release".into()];
+    let r = run(Language::Sh, "cat /etc/hostname; grep -c '^ID=' /etc/os-release; echo x > /etc/hostname; echo end", &c).await;
+    assert!(r.stdout.text.starts_with(&format!("{hostname}1\n")), "{r:?}");
+    assert!(r.stdout.text.ends_with("end\n"), "{r:?}");
+    assert_eq!(std::fs::read_to_string("/etc/hostname").unwrap(), hostname);
+    // Under /tmp (the sandbox's own scratch) it cannot be shown: a clear refusal.
+    c.extra_read_paths = vec!["/tmp/venv".into()];
+    let e = code::probe(&c).await.unwrap_err();
+    assert_eq!(e.code(), "sandbox_unavailable");
+    assert!(e.to_string().contains("outside /tmp"), "{e}");
+}
+
+#[tokio::test]
 async fn code_too_large_refused_before_start() {
     let mut c = cfg();
     c.limits.max_code_bytes = 16;
