@@ -96,6 +96,13 @@ impl std::fmt::Debug for Agent {
     }
 }
 
+/// The stop string added for `fenced_json` models (see [`Agent::new`]).
+pub const FENCE_END: &str = "```\n\n";
+
+/// Characters of a malformed reply kept in the history: enough for the model
+/// to see its mistake, not the degenerate tail of a broken generation.
+pub const MALFORMED_KEEP_CHARS: usize = 400;
+
 fn n32(x: usize) -> u32 {
     u32::try_from(x).unwrap_or(u32::MAX)
 }
@@ -115,6 +122,14 @@ impl Agent {
         budget.validate().map_err(|e| AgentError::InvalidSetting(e.to_string()))?;
         settings.plan.validate().map_err(|e| AgentError::InvalidSetting(e.to_string()))?;
         let specs = tools.specs();
+        let mut settings = settings;
+        // Models without native tool calls write a fenced JSON block; small
+        // ones keep writing after it (more blocks, "The result is: …"),
+        // which breaks the parse. The loop runs one call per reply, so the
+        // reply ends at the first closed fence followed by a blank line.
+        if backend.model_info().tool_format.as_deref() == Some("fenced_json") && !settings.sampling.stop.iter().any(|s| s == FENCE_END) {
+            settings.sampling.stop.push(FENCE_END.into());
+        }
         let counter = Arc::new(ModelCounter::new(backend.clone(), specs.clone()));
         Ok(Self { backend, tools, approver, settings, cancel: CancelToken::new(), specs, counter, next_id: 0, before_compaction: None })
     }
@@ -298,7 +313,8 @@ impl Agent {
             }
             if let Some(err) = reply.tool_parse_error.clone() {
                 let id = self.id();
-                history.push(Message::assistant(&id, &reply.raw_text));
+                let kept = mf_forgetting::summary::cut_chars(&reply.raw_text, MALFORMED_KEEP_CHARS);
+                history.push(Message::assistant(&id, &kept));
                 let f = ToolFailure::new("malformed_tool_call", format!("{err}. Call a tool with one valid JSON object of arguments, or answer."));
                 let id = self.id();
                 let mut m = Message::user(&id, &f.to_model_text());

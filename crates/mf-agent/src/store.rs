@@ -52,12 +52,14 @@ impl Store {
             let _ = std::fs::create_dir_all(dir);
         }
         let conn = Connection::open(path)?;
+        // Another process (a `mf sessions list` beside a running investigation) may hold the lock briefly.
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS investigations (
                 id INTEGER PRIMARY KEY AUTOINCREMENT, question TEXT NOT NULL, settings TEXT NOT NULL,
-                status TEXT NOT NULL, exit_reason TEXT, created INTEGER NOT NULL);
+                status TEXT NOT NULL, exit_reason TEXT, created INTEGER NOT NULL, pid INTEGER);
              CREATE TABLE IF NOT EXISTS events (
                 investigation INTEGER NOT NULL, seq INTEGER NOT NULL, json TEXT NOT NULL,
                 PRIMARY KEY (investigation, seq));
@@ -74,8 +76,8 @@ impl Store {
     /// SQLite errors.
     pub fn create(&self, question: &str, settings: &serde_json::Value) -> Result<i64, AgentError> {
         self.conn.execute(
-            "INSERT INTO investigations (question, settings, status, created) VALUES (?1, ?2, 'running', ?3)",
-            params![question, settings.to_string(), now()],
+            "INSERT INTO investigations (question, settings, status, created, pid) VALUES (?1, ?2, 'running', ?3, ?4)",
+            params![question, settings.to_string(), now(), i64::from(std::process::id())],
         )?;
         Ok(self.conn.last_insert_rowid())
     }
@@ -184,6 +186,51 @@ impl Store {
         Ok(rows.collect::<Result<Vec<_>, _>>()?)
     }
 
+    /// The settings an investigation was started with.
+    ///
+    /// # Errors
+    /// [`AgentError::NotFound`], SQLite or JSON errors.
+    pub fn settings(&self, id: i64) -> Result<serde_json::Value, AgentError> {
+        let s: String = self
+            .conn
+            .query_row("SELECT settings FROM investigations WHERE id = ?1", params![id], |r| r.get(0))
+            .map_err(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => AgentError::NotFound(id),
+                e => AgentError::Store(e),
+            })?;
+        Ok(serde_json::from_str(&s)?)
+    }
+
+    /// Marks `id` running again under this process (resume).
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn mark_running(&self, id: i64) -> Result<(), AgentError> {
+        self.conn.execute(
+            "UPDATE investigations SET status = 'running', exit_reason = NULL, pid = ?2 WHERE id = ?1",
+            params![id, i64::from(std::process::id())],
+        )?;
+        Ok(())
+    }
+
+    /// [`Store::recover`] for the investigations whose process is gone
+    /// (`alive(pid)` false), so a running one in another process is left alone.
+    ///
+    /// # Errors
+    /// SQLite or JSON errors.
+    pub fn recover_dead(&self, alive: impl Fn(i64) -> bool) -> Result<Vec<i64>, AgentError> {
+        let ids: Vec<(i64, Option<i64>)> = {
+            let mut st = self.conn.prepare("SELECT id, pid FROM investigations WHERE status = 'running'")?;
+            let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect::<Result<Vec<_>, _>>()?
+        };
+        let dead: Vec<i64> = ids.into_iter().filter(|(_, pid)| !pid.is_some_and(&alive)).map(|(id, _)| id).collect();
+        for &id in &dead {
+            self.recover_one(id)?;
+        }
+        Ok(dead)
+    }
+
     /// After a crash: every `running` investigation becomes `interrupted`, and
     /// each tool call that has no result gets a `tool_interrupted` event (it is
     /// never re-run silently). Returns the ids recovered.
@@ -197,6 +244,13 @@ impl Store {
             rows.collect::<Result<Vec<_>, _>>()?
         };
         for &id in &ids {
+            self.recover_one(id)?;
+        }
+        Ok(ids)
+    }
+
+    fn recover_one(&self, id: i64) -> Result<(), AgentError> {
+        {
             let events = self.events(id)?;
             let mut open: Vec<(String, String)> = Vec::new();
             for e in &events {
@@ -211,7 +265,7 @@ impl Store {
             }
             self.conn.execute("UPDATE investigations SET status = 'interrupted' WHERE id = ?1", params![id])?;
         }
-        Ok(ids)
+        Ok(())
     }
 }
 

@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench_kv;
+mod investigate;
 mod plan;
 
 /// Measured Forgetting: local-LLM investigations that forget by measure.
@@ -26,6 +27,43 @@ enum Command {
     Plan(plan::PlanArgs),
     /// Benchmark KV-cache reuse over a scripted tool investigation.
     BenchKv(bench_kv::BenchKvArgs),
+    /// Run an investigation with a local model, tools and measured forgetting.
+    Investigate(investigate::InvestigateArgs),
+    /// Run one tool with the same containment as in an investigation.
+    Tool(investigate::ToolCmdArgs),
+    /// List, show or resume stored investigations.
+    Sessions(investigate::SessionsArgs),
+}
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// Runs an async command on a fresh runtime; usage errors exit 2, others 1.
+fn run_async<F: std::future::Future<Output = anyhow::Result<bool>>>(f: impl FnOnce() -> F) -> ExitCode {
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(f()) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) if e.downcast_ref::<UsageError>().is_some() => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// Bad input or usage: printed as one line, exit code 2.
@@ -53,5 +91,8 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Command::Investigate(args) => run_async(|| async { investigate::investigate(args).await.map(|()| true) }),
+        Command::Tool(args) => run_async(|| investigate::tool(args)),
+        Command::Sessions(args) => run_async(|| async { investigate::sessions(args).await.map(|()| true) }),
     }
 }

@@ -1,4 +1,5 @@
 //! `mf plan` end to end: every scenario plans, bad input exits 2 with one line.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

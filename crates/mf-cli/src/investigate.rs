@@ -1,0 +1,505 @@
+//! `mf investigate`, `mf tool` and `mf sessions`: the agent loop, one tool,
+//! and the stored investigations. Parsing, adapting and printing only; the
+//! logic is mf-agent's and mf-tools'.
+
+use std::io::{BufRead as _, IsTerminal as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context as _, bail};
+use futures::future::BoxFuture;
+use mf_agent::{Agent, AgentEvent, AgentSettings, Approver, DeltaSource, EventSink, FixedApprover, Store, StoreSink};
+use mf_forgetting::{Message, StrategyKind};
+use mf_inference::{LlamaConfig, LlamaSession};
+use mf_tools::policy::{Approval, ApprovalRequest, Mode};
+use mf_tools::{Requirement, ToolRegistry, ToolSettings};
+
+use crate::UsageError;
+
+/// How calls that need approval are answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ApproveMode {
+    /// Approve every call that asks.
+    Auto,
+    /// Ask on the terminal (no terminal, or no answer: deny).
+    Ask,
+    /// Deny every call that asks.
+    Deny,
+}
+
+/// Tool access shared by `investigate` and `tool`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ToolArgs {
+    /// A folder the file tools may read (repeatable). None: no file tools.
+    #[arg(long)]
+    pub workspace: Vec<PathBuf>,
+    /// A host the http tool may reach (repeatable): `host`, `host:port`,
+    /// `*.domain`. Listing a loopback host (127.0.0.1, localhost, [::1]) is
+    /// the explicit permission to reach loopback. None: any public host.
+    #[arg(long = "allow-host")]
+    pub allow_host: Vec<String>,
+    /// Offer `run_code` (sandboxed; the `mf-sandbox` helper must sit next to `mf`).
+    #[arg(long)]
+    pub code: bool,
+    /// How calls that need approval (code, non-GET HTTP) are answered.
+    #[arg(long, value_enum, default_value = "ask")]
+    pub approve: ApproveMode,
+    /// Largest tool arguments accepted, in bytes.
+    #[arg(long, default_value_t = 8192)]
+    pub max_args_bytes: usize,
+}
+
+fn is_loopback_host(h: &str) -> bool {
+    let host = h.rsplit_once(':').filter(|(a, p)| !a.ends_with(':') && p.chars().all(|c| c.is_ascii_digit())).map_or(h, |(a, _)| a);
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host == "localhost" || host.starts_with("127.") || host == "::1"
+}
+
+impl ToolArgs {
+    /// The tool settings these flags describe.
+    pub fn settings(&self) -> anyhow::Result<ToolSettings> {
+        let mut s = ToolSettings { workspace: self.workspace.clone(), max_args_bytes: self.max_args_bytes, ..ToolSettings::default() };
+        if !self.allow_host.is_empty() {
+            s.http.allowed_hosts = Some(self.allow_host.clone());
+            s.http.allow_loopback = self.allow_host.iter().any(|h| is_loopback_host(h));
+        }
+        if self.code {
+            let exe = std::env::current_exe().context("cannot locate the mf binary")?;
+            let helper = exe.with_file_name("mf-sandbox");
+            s.code = Some(mf_tools::code::CodeConfig::new(helper));
+        }
+        if self.approve == ApproveMode::Deny {
+            // Calls that would ask are denied outright; read-only ones still run.
+            let p = &mut s.policy;
+            for m in [&mut p.files, &mut p.http_get, &mut p.http_write, &mut p.code] {
+                if *m == Mode::Ask {
+                    *m = Mode::Deny;
+                }
+            }
+        }
+        Ok(s)
+    }
+}
+
+/// Asks on the terminal; anything but `y` is a denial.
+struct TerminalApprover;
+
+impl Approver for TerminalApprover {
+    fn decide<'a>(&'a self, r: &'a ApprovalRequest) -> BoxFuture<'a, Option<Approval>> {
+        let r = r.clone();
+        Box::pin(async move {
+            if !std::io::stdin().is_terminal() {
+                return None;
+            }
+            tokio::task::spawn_blocking(move || {
+                eprint!("\napprove {} {} (sha256 {})? [y/N] ", r.tool, r.arguments, &r.args_sha256[..12]);
+                let _ = std::io::stderr().flush();
+                let mut line = String::new();
+                std::io::stdin().lock().read_line(&mut line).ok()?;
+                Some(if line.trim().eq_ignore_ascii_case("y") { r.approve() } else { r.deny() })
+            })
+            .await
+            .ok()
+            .flatten()
+        })
+    }
+}
+
+fn approver(mode: ApproveMode) -> Arc<dyn Approver> {
+    match mode {
+        ApproveMode::Auto => Arc::new(FixedApprover(true)),
+        ApproveMode::Deny => Arc::new(FixedApprover(false)),
+        ApproveMode::Ask => Arc::new(TerminalApprover),
+    }
+}
+
+fn parse_strategy(s: &str) -> Result<StrategyKind, String> {
+    s.parse::<StrategyKind>().map_err(|e| e.to_string())
+}
+
+/// Run an investigation: the model calls tools until it answers or a dynamic
+/// exit fires, compacting its context by measured forgetting. Events are
+/// printed as they happen (or as JSON lines with --json) and stored.
+#[derive(Debug, clap::Args)]
+pub struct InvestigateArgs {
+    /// The question.
+    pub question: String,
+    /// The GGUF model.
+    #[arg(long)]
+    pub model: PathBuf,
+    /// Compaction strategy: none, baseline, masking, v1, v2, v2.1.
+    #[arg(long, default_value = "v2", value_parser = parse_strategy)]
+    pub strategy: StrategyKind,
+    /// Context window C in tokens.
+    #[arg(long, default_value_t = 4096)]
+    pub ctx: u32,
+    /// Generation reserve G in tokens (also the longest reply).
+    #[arg(long, default_value_t = 512)]
+    pub reserve: u32,
+    /// Compaction fires above ratio · (C − G).
+    #[arg(long, default_value_t = 0.75)]
+    pub ratio: f64,
+    /// Messages at the end kept verbatim.
+    #[arg(long, default_value_t = 2)]
+    pub recent: usize,
+    /// How v2.1 ranks: `model` (withholding test asked of the model) or `phi`.
+    #[arg(long, default_value = "model", value_parser = ["model", "phi"])]
+    pub delta: String,
+    /// Optional cap on rounds (off by default: exits are dynamic).
+    #[arg(long)]
+    pub safety_cap: Option<u32>,
+    /// The system prompt (default: mf-agent's).
+    #[arg(long)]
+    pub system: Option<String>,
+    /// CPU threads for the model (default: all).
+    #[arg(long)]
+    pub threads: Option<i32>,
+    /// Tools.
+    #[command(flatten)]
+    pub tools: ToolArgs,
+    /// Print events as JSON lines.
+    #[arg(long)]
+    pub json: bool,
+    /// The session store (default: $MF_HOME/sessions.db, MF_HOME defaulting to ~/.local/share/measured-forgetting).
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+}
+
+/// Where sessions are stored by default.
+pub fn default_db() -> PathBuf {
+    if let Some(h) = std::env::var_os("MF_HOME") {
+        return PathBuf::from(h).join("sessions.db");
+    }
+    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from);
+    home.join(".local/share/measured-forgetting/sessions.db")
+}
+
+/// Prints events for people, or as JSON lines.
+pub struct Printer {
+    json: bool,
+    in_text: bool,
+}
+
+impl Printer {
+    /// A printer.
+    pub fn new(json: bool) -> Self {
+        Printer { json, in_text: false }
+    }
+}
+
+fn one_line(s: &str, n: usize) -> String {
+    let flat: String = s.chars().map(|c| if c == '\n' { ' ' } else { c }).collect();
+    if flat.chars().count() > n { format!("{}…", flat.chars().take(n).collect::<String>()) } else { flat }
+}
+
+/// The human line of an event (`None`: not shown).
+pub fn describe(e: &AgentEvent) -> Option<String> {
+    Some(match e {
+        AgentEvent::Started { question, strategy, model, context, reserve, threshold, tools, resumed } => format!(
+            "{} {question}\n  model {model} · strategy {strategy} · C {context} · G {reserve} · threshold {threshold} · tools {}",
+            if *resumed { "resumed:" } else { "investigating:" },
+            tools.join(", ")
+        ),
+        AgentEvent::Round { round } => format!("── round {round}"),
+        AgentEvent::Token { .. } | AgentEvent::ThinkingToken { .. } | AgentEvent::Kv { .. } => return None,
+        AgentEvent::ToolCall { name, arguments, .. } => format!("→ {name} {arguments}"),
+        AgentEvent::ApprovalRequested { name, arguments, .. } => format!("? approval asked for {name} {arguments}"),
+        AgentEvent::ApprovalDecided { approved, by, .. } => {
+            if *approved && by == "policy" {
+                return None;
+            }
+            format!("  {} by {by}", if *approved { "approved" } else { "denied" })
+        }
+        AgentEvent::ToolResult { ok, content, truncated, error, .. } => format!(
+            "← {} {} chars: {}{}",
+            if *ok { "ok".to_string() } else { format!("ERROR {}", error.as_deref().unwrap_or("")) },
+            content.chars().count(),
+            one_line(content, 100),
+            truncated.as_ref().map(|t| format!(" [{t}]")).unwrap_or_default()
+        ),
+        AgentEvent::ToolInterrupted { name, call_id } => format!("✗ {name} ({call_id}) was interrupted"),
+        AgentEvent::Gauge { gauge: g } => format!(
+            "[gauge] pinned {} | compressible {} | recent {} | prompt {} / threshold {} | free {} (C {}, G {})",
+            g.pinned, g.compressible, g.recent, g.prompt_tokens, g.threshold, g.free, g.context, g.reserve
+        ),
+        AgentEvent::CompactionStarted { strategy, tokens_before, messages_before, class, .. } => format!(
+            "⟳ compaction ({strategy}{}) at {tokens_before} tokens, {messages_before} messages",
+            class.as_ref().map(|c| format!(", class {c}")).unwrap_or_default()
+        ),
+        AgentEvent::CompactionFinished { tokens_before, tokens_after, messages_before, messages_after, summary_by, fallback_reason, appended_to_live_cache, .. } => format!(
+            "⟳ compacted {tokens_before} → {tokens_after} tokens, {messages_before} → {messages_after} messages, summary by {summary_by:?}{}{}",
+            if *appended_to_live_cache { " (appended to the live cache)" } else { "" },
+            fallback_reason.as_ref().map(|r| format!(" — fallback: {r}")).unwrap_or_default()
+        ),
+        AgentEvent::CompactionFailed { message, .. } => format!("⟳ compaction failed: {message}"),
+        AgentEvent::Exit { reason, rounds, compactions } => format!("■ exit: {} after {rounds} rounds, {compactions} compactions", reason.describe()),
+        AgentEvent::FinalAnswer { text } => format!("answer: {text}"),
+        AgentEvent::Error { message } => format!("! {message}"),
+    })
+}
+
+impl EventSink for Printer {
+    fn emit(&mut self, e: &AgentEvent) {
+        let mut out = std::io::stdout().lock();
+        if self.json {
+            if let Ok(line) = serde_json::to_string(e) {
+                let _ = writeln!(out, "{line}");
+            }
+        } else if let AgentEvent::Token { text } = e {
+            if !self.in_text {
+                let _ = write!(out, "  ");
+                self.in_text = true;
+            }
+            let _ = write!(out, "{text}");
+        } else if let Some(line) = describe(e) {
+            if self.in_text {
+                let _ = writeln!(out);
+                self.in_text = false;
+            }
+            let _ = writeln!(out, "{line}");
+        }
+        let _ = out.flush();
+    }
+}
+
+fn process_alive(pid: i64) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists() && i64::from(std::process::id()) != pid
+}
+
+/// Opens the store and marks investigations of dead processes interrupted.
+pub fn open_store(db: Option<&Path>) -> anyhow::Result<Store> {
+    let path = db.map_or_else(default_db, Path::to_path_buf);
+    let store = Store::open(&path).with_context(|| format!("opening the session store {}", path.display()))?;
+    store.recover_dead(process_alive)?;
+    Ok(store)
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct StoredSettings {
+    model: PathBuf,
+    ctx: u32,
+    threads: Option<i32>,
+    agent: AgentSettings,
+    workspace: Vec<PathBuf>,
+    allow_host: Vec<String>,
+    code: bool,
+}
+
+async fn load_model(path: &Path, ctx: u32, threads: Option<i32>) -> anyhow::Result<Arc<LlamaSession>> {
+    let mut cfg = LlamaConfig::new(path).with_n_ctx(ctx);
+    cfg.n_threads = threads;
+    let p = path.display().to_string();
+    let session = tokio::task::spawn_blocking(move || LlamaSession::load(cfg)).await?.with_context(|| format!("loading {p}"))?;
+    Ok(Arc::new(session))
+}
+
+async fn drive(
+    store: &Store,
+    id: i64,
+    agent: &mut Agent,
+    json: bool,
+    start: Result<String, Vec<Message>>,
+) -> anyhow::Result<mf_agent::Outcome> {
+    let mut printer = Printer::new(json);
+    let mut sink = StoreSink { store, id, next: &mut printer, error: None };
+    let cancel = agent.cancel_token();
+    let ctrl_c = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            cancel.cancel();
+        }
+    });
+    let out = match start {
+        Ok(q) => agent.run(&q, &mut sink).await,
+        Err(h) => agent.resume(h, &mut sink).await,
+    };
+    ctrl_c.abort();
+    if let Some(e) = sink.error.take() {
+        eprintln!("warning: the session store failed: {e}");
+    }
+    match out {
+        Ok(o) => Ok(o),
+        Err(e) => {
+            store.mark_failed(id, &e.to_string())?;
+            Err(e.into())
+        }
+    }
+}
+
+/// Runs `mf investigate`.
+pub async fn investigate(a: InvestigateArgs) -> anyhow::Result<()> {
+    if !a.model.is_file() {
+        return Err(UsageError(format!("no model file at {}", a.model.display())).into());
+    }
+    let store = open_store(a.db.as_deref())?;
+    let settings = AgentSettings {
+        strategy: a.strategy,
+        reserve: a.reserve,
+        ratio: a.ratio,
+        recent: a.recent,
+        safety_cap: a.safety_cap,
+        max_argument_bytes: a.tools.max_args_bytes,
+        delta: if a.delta == "phi" { DeltaSource::Phi } else { DeltaSource::Model },
+        ..AgentSettings::default()
+    };
+    let settings = match &a.system {
+        Some(p) => AgentSettings { system_prompt: p.clone(), ..settings },
+        None => settings,
+    };
+    let backend = load_model(&a.model, a.ctx, a.threads).await?;
+    let registry = Arc::new(ToolRegistry::new(a.tools.settings()?).await.context("setting up the tools")?);
+    let mut agent = Agent::new(backend, registry, approver(a.tools.approve), settings.clone()).map_err(|e| UsageError(e.to_string()))?;
+    let stored = StoredSettings {
+        model: std::fs::canonicalize(&a.model).unwrap_or(a.model.clone()),
+        ctx: a.ctx,
+        threads: a.threads,
+        agent: settings,
+        workspace: a.tools.workspace.clone(),
+        allow_host: a.tools.allow_host.clone(),
+        code: a.tools.code,
+    };
+    let id = store.create(&a.question, &serde_json::to_value(&stored)?)?;
+    if !a.json {
+        println!("session {id}");
+    }
+    drive(&store, id, &mut agent, a.json, Ok(a.question.clone())).await?;
+    Ok(())
+}
+
+/// Run one tool with the same containment as in an investigation (for
+/// debugging and tests). Prints the result as JSON; exit code 1 when the tool
+/// refused or failed.
+#[derive(Debug, clap::Args)]
+pub struct ToolCmdArgs {
+    /// The tool: http, list_files, read_file, search_files, run_code.
+    pub name: String,
+    /// Its arguments, a JSON object.
+    #[arg(long, default_value = "{}")]
+    pub args: String,
+    /// Tools.
+    #[command(flatten)]
+    pub tools: ToolArgs,
+}
+
+/// Runs `mf tool`. Returns whether the tool succeeded.
+pub async fn tool(a: ToolCmdArgs) -> anyhow::Result<bool> {
+    let registry = ToolRegistry::new(a.tools.settings()?).await.context("setting up the tools")?;
+    let call_id = "cli";
+    let approval = match registry.requirement(call_id, &a.name, &a.args) {
+        Err(e) => {
+            println!("{}", serde_json::json!({"ok": false, "error": e.code(), "message": e.to_string()}));
+            return Ok(false);
+        }
+        Ok(Requirement::Auto) => None,
+        Ok(Requirement::Ask(req)) => approver(a.tools.approve).decide(&req).await,
+    };
+    match registry.run(call_id, &a.name, &a.args, approval.as_ref()).await {
+        Ok(out) => {
+            println!("{}", serde_json::json!({"ok": true, "result": out, "truncated": out.truncation_note()}));
+            Ok(true)
+        }
+        Err(e) => {
+            println!("{}", serde_json::json!({"ok": false, "error": e.code(), "message": e.to_string()}));
+            Ok(false)
+        }
+    }
+}
+
+/// List, show or resume stored investigations.
+#[derive(Debug, clap::Args)]
+pub struct SessionsArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: SessionsAction,
+    /// The session store (default as for `investigate`).
+    #[arg(long, global = true)]
+    pub db: Option<PathBuf>,
+    /// JSON output.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+/// `mf sessions` actions.
+#[derive(Debug, clap::Subcommand)]
+pub enum SessionsAction {
+    /// List investigations, newest first (those of dead processes are marked interrupted).
+    List,
+    /// Print the events of one investigation.
+    Show {
+        /// Its id.
+        id: i64,
+    },
+    /// Continue an interrupted investigation (a call cut off by the crash is not re-run).
+    Resume {
+        /// Its id.
+        id: i64,
+        /// Use this model file instead of the stored one.
+        #[arg(long)]
+        model: Option<PathBuf>,
+        /// How calls that need approval are answered.
+        #[arg(long, value_enum, default_value = "ask")]
+        approve: ApproveMode,
+    },
+}
+
+/// Runs `mf sessions`.
+pub async fn sessions(a: SessionsArgs) -> anyhow::Result<()> {
+    let store = open_store(a.db.as_deref())?;
+    match a.action {
+        SessionsAction::List => {
+            let rows = store.list()?;
+            if a.json {
+                println!("{}", serde_json::to_string(&rows)?);
+            } else if rows.is_empty() {
+                println!("no investigations");
+            } else {
+                for r in rows {
+                    println!("{:>4}  {:<11}  {:>5} events  {}  {}", r.id, r.status, r.events, one_line(&r.question, 60), r.exit_reason.unwrap_or_default());
+                }
+            }
+        }
+        SessionsAction::Show { id } => {
+            let row = store.get(id)?;
+            let mut p = Printer::new(a.json);
+            if !a.json {
+                println!("session {} · {} · {}", row.id, row.status, row.exit_reason.unwrap_or_default());
+            }
+            for e in store.events(id)? {
+                p.emit(&e);
+            }
+        }
+        SessionsAction::Resume { id, model, approve } => {
+            let row = store.get(id)?;
+            if row.status == "running" {
+                bail!("investigation {id} is still running in another process");
+            }
+            let s: StoredSettings = serde_json::from_value(store.settings(id)?).context("stored settings")?;
+            let history = store.history(id)?;
+            if history.is_empty() {
+                bail!("investigation {id} has no stored history");
+            }
+            let model = model.unwrap_or(s.model);
+            let backend = load_model(&model, s.ctx, s.threads).await?;
+            let tools = ToolArgs { workspace: s.workspace, allow_host: s.allow_host, code: s.code, approve, max_args_bytes: s.agent.max_argument_bytes };
+            let registry = Arc::new(ToolRegistry::new(tools.settings()?).await?);
+            let mut agent = Agent::new(backend, registry, approver(approve), s.agent)?;
+            store.mark_running(id)?;
+            drive(&store, id, &mut agent, a.json, Err(history)).await?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_hosts_are_recognised() {
+        for h in ["127.0.0.1", "127.0.0.1:8080", "localhost", "localhost:3000", "[::1]:80", "::1"] {
+            assert!(is_loopback_host(h), "{h}");
+        }
+        for h in ["example.com", "10.0.0.1:80", "*.local"] {
+            assert!(!is_loopback_host(h), "{h}");
+        }
+    }
+}
