@@ -1,0 +1,86 @@
+//! `mf tool`, `mf sessions`, `mf investigate` through the built binary.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{Read as _, Write as _};
+use std::net::TcpListener;
+use std::process::{Command, Output};
+
+fn mf(args: &[&str], home: &std::path::Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mf")).args(args).env("MF_HOME", home).output().unwrap()
+}
+
+/// A one-endpoint JSON server on 127.0.0.1; returns its port and counts requests.
+fn serve(body: &'static str) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let h = hits.clone();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let mut s = s.unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            h.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let _ = write!(s, "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
+        }
+    });
+    (port, hits)
+}
+
+#[test]
+fn tool_reaches_loopback_only_when_the_host_is_allowed() {
+    let home = tempfile::tempdir().unwrap();
+    let (port, hits) = serve(r#"{"owner": "Priya Raman"}"#);
+    let url = format!(r#"{{"url": "http://127.0.0.1:{port}/api/owner"}}"#);
+    let out = mf(&["tool", "http", "--args", &url], home.path());
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["error"], "address_blocked");
+    assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 0, "the refused request reached the server");
+
+    let host = format!("127.0.0.1:{port}");
+    let out = mf(&["tool", "http", "--args", &url, "--allow-host", &host], home.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["result"]["status"], 200);
+    assert!(v["result"]["body"].as_str().unwrap().contains("Priya Raman"));
+    assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+#[test]
+fn tool_files_are_confined_to_the_workspace() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("notes.txt"), "disk sdb is 97% full").unwrap();
+    std::fs::write(ws.path().join(".env"), "SECRET=hunter2").unwrap();
+    let w = ws.path().to_str().unwrap();
+    let out = mf(&["tool", "read_file", "--args", r#"{"path": "notes.txt"}"#, "--workspace", w], home.path());
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("97% full"));
+    for args in [r#"{"path": "../../../etc/passwd"}"#, r#"{"path": "/etc/passwd"}"#, r#"{"path": ".env"}"#] {
+        let out = mf(&["tool", "read_file", "--args", args, "--workspace", w], home.path());
+        assert_eq!(out.status.code(), Some(1), "{args}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(!text.contains("root:") && !text.contains("hunter2"), "{args}: {text}");
+    }
+    let out = mf(&["tool", "nope", "--args", "{}"], home.path());
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("unknown_tool"));
+}
+
+#[test]
+fn sessions_on_an_empty_store_and_bad_input() {
+    let home = tempfile::tempdir().unwrap();
+    let out = mf(&["sessions", "list"], home.path());
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "no investigations");
+    let out = mf(&["sessions", "list", "--json"], home.path());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "[]");
+    let out = mf(&["sessions", "show", "7"], home.path());
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no investigation with id 7"));
+    let out = mf(&["investigate", "q", "--model", "/nonexistent.gguf"], home.path());
+    assert_eq!(out.status.code(), Some(2));
+    let out = mf(&["investigate", "q", "--model", "/nonexistent.gguf", "--strategy", "v3"], home.path());
+    assert_eq!(out.status.code(), Some(2));
+}
