@@ -476,7 +476,10 @@ impl Agent {
         }
         let args_json = match &call.arguments {
             serde_json::Value::String(s) => s.clone(),
-            v => v.to_string(),
+            v => {
+                let spec = self.specs.iter().find(|t| t.name == call.name);
+                spec.map_or_else(|| v.to_string(), |s| repair_arguments(&s.parameters, v).to_string())
+            }
         };
         if args_json.len() > self.settings.max_argument_bytes {
             return Err(ToolFailure::new(
@@ -600,6 +603,22 @@ fn forward(ev: &StreamEvent, sink: &mut dyn EventSink) {
     }
 }
 
+/// JSON Schema keywords that small models copy from a tool's description
+/// into its arguments (`"additionalProperties": {...}`, `"type": "json"`).
+const SCHEMA_KEYWORDS: [&str; 6] = ["additionalProperties", "type", "properties", "required", "description", "$schema"];
+
+/// Drops top-level argument keys that are JSON Schema keywords and not
+/// properties the tool declares; everything else is left for the tool to
+/// validate (and refuse).
+#[must_use]
+pub fn repair_arguments(schema: &serde_json::Value, args: &serde_json::Value) -> serde_json::Value {
+    let (Some(props), Some(obj)) = (schema.get("properties").and_then(|p| p.as_object()), args.as_object()) else {
+        return args.clone();
+    };
+    let kept = obj.iter().filter(|(k, _)| props.contains_key(k.as_str()) || !SCHEMA_KEYWORDS.contains(&k.as_str()));
+    serde_json::Value::Object(kept.map(|(k, v)| (k.clone(), v.clone())).collect())
+}
+
 /// Parses a strategy name (none, baseline, masking, v1, v2, v2.1).
 ///
 /// # Errors
@@ -611,6 +630,16 @@ pub fn parse_strategy(s: &str) -> Result<StrategyKind, AgentError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn schema_keywords_copied_into_arguments_are_dropped() {
+        let schema = serde_json::json!({"type": "object", "properties": {"url": {}, "method": {}, "body": {}}});
+        let args = serde_json::json!({"url": "u", "additionalProperties": {"description": "x"}, "type": "json", "colour": 1});
+        assert_eq!(repair_arguments(&schema, &args), serde_json::json!({"url": "u", "colour": 1}));
+        let with_type = serde_json::json!({"type": "x"});
+        let schema = serde_json::json!({"properties": {"type": {}}});
+        assert_eq!(repair_arguments(&schema, &with_type), with_type, "a declared property stays");
+    }
 
     #[test]
     fn every_strategy_name_parses() {

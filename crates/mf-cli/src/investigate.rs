@@ -148,6 +148,15 @@ pub struct InvestigateArgs {
     /// Optional cap on rounds (off by default: exits are dynamic).
     #[arg(long)]
     pub safety_cap: Option<u32>,
+    /// Tool results longer than this (characters) are cut, with a note.
+    #[arg(long, default_value_t = 4000)]
+    pub max_result_chars: usize,
+    /// Sampling temperature of the investigation replies (0: greedy).
+    #[arg(long, default_value_t = 0.0)]
+    pub temperature: f32,
+    /// Sampling seed.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u32,
     /// The system prompt (default: mf-agent's).
     #[arg(long)]
     pub system: Option<String>,
@@ -337,10 +346,17 @@ pub async fn investigate(a: InvestigateArgs) -> anyhow::Result<()> {
         ratio: a.ratio,
         recent: a.recent,
         safety_cap: a.safety_cap,
+        max_result_chars: a.max_result_chars,
         max_argument_bytes: a.tools.max_args_bytes,
         delta: if a.delta == "phi" { DeltaSource::Phi } else { DeltaSource::Model },
         ..AgentSettings::default()
     };
+    let mut settings = settings;
+    settings.sampling.temperature = a.temperature;
+    settings.sampling.seed = a.seed;
+    if a.temperature > 0.0 {
+        settings.sampling.top_p = 0.9;
+    }
     let settings = match &a.system {
         Some(p) => AgentSettings { system_prompt: p.clone(), ..settings },
         None => settings,
