@@ -26,10 +26,11 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Render a results file (from `--json`) as Markdown tables.
+    /// Render results files (from `--json`/`--out`) as Markdown tables.
     Report {
-        /// The results file.
-        file: PathBuf,
+        /// The results files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
     },
     /// Check a results file against the documented JSON Schema.
     Validate {
@@ -122,9 +123,11 @@ fn main() {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Some(Command::Report { file }) => {
-            let results = read_results(&file)?;
-            print!("{}", report::markdown(&results));
+        Some(Command::Report { files }) => {
+            for file in files {
+                let results = read_results(&file)?;
+                print!("{}", report::markdown(&results));
+            }
             Ok(())
         }
         Some(Command::Validate { file }) => {
