@@ -413,3 +413,121 @@ pub fn apply(
     report.notes.extend(plan.notes.iter().cloned());
     Ok(Compaction { messages: out, report })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::budget::Budget;
+    use crate::message::ToolCall;
+    use crate::plan::PlanConfig;
+    use crate::strategy::plan;
+    use crate::summary::SummaryRequest;
+    use crate::tokens::ApproxTokenCounter;
+    use serde_json::json;
+
+    /// Returns a fixed reply and records what it was asked.
+    struct Fixed(Result<String, ()>, Vec<SummaryRequest>);
+    impl Summarizer for Fixed {
+        fn summarize(&mut self, request: &SummaryRequest) -> Result<String, ForgettingError> {
+            self.1.push(request.clone());
+            self.0.clone().map_err(|()| ForgettingError::Summarizer("model crashed".to_owned()))
+        }
+    }
+
+    fn history() -> Vec<Message> {
+        let call = |id: &str, path: &str| ToolCall { id: id.into(), name: "read_file".into(), arguments: json!({ "path": path }) };
+        vec![
+            Message::system("sys", "You are an investigator."),
+            Message::user("q", "Why does the nightly export fail?"),
+            Message::assistant_calls("a1", "", vec![call("c1", "/etc/export/config.yaml")]),
+            Message::tool_result("t1", "c1", "read_file", &format!("batch_size: 5000\ntarget: s3://exports-7f3a/nightly\n{}", "pad ".repeat(200))),
+            Message::assistant_calls("a2", "", vec![call("c2", "/var/log/export.log")]),
+            Message::tool_error("t2", "c2", "read_file", "PermissionError: [Errno 13] Permission denied: '/var/log/export.log'"),
+            Message::user("more", "Keep going."),
+            Message::assistant("last", "Checking the IAM role next."),
+        ]
+    }
+
+    fn budget() -> Budget {
+        Budget { context: 100_000, reserve: 1_000, ratio: 0.75, recent: 2 }
+    }
+
+    #[test]
+    fn v1_replaces_the_middle_with_one_labelled_summary() {
+        let h = history();
+        let p = plan(StrategyKind::V1, &h, &budget(), &ApproxTokenCounter, &PlanConfig::default(), None).unwrap();
+        let mut s = Fixed(Ok("- export config read; batch 5000\n- log unreadable: permission denied".into()), vec![]);
+        let c = apply(&p, &h, &mut s, &ApproxTokenCounter).unwrap();
+        assert_eq!(c.messages.len(), 2 + 1 + 2);
+        assert_eq!(c.messages[..2], h[..2]);
+        assert_eq!(c.messages[3..], h[6..]);
+        let summary = &c.messages[2];
+        assert!(summary.summary);
+        assert!(summary.content.starts_with("[Summary of the prior investigation"), "{}", summary.content);
+        assert!(summary.content.contains("batch 5000"));
+        // Error-aware input: the error is one line of its type; results are cut.
+        let log = &s.1[0].user;
+        assert!(log.contains("error: PermissionError"), "{log}");
+        assert!(!log.contains("Errno 13"), "{log}");
+        assert!(log.chars().count() < h[3].content.chars().count() + 400);
+        assert_eq!(c.report.summarised.len(), 4);
+        assert!(c.report.fallback.is_none());
+    }
+
+    #[test]
+    fn literals_survive_next_to_the_summary_even_when_the_model_drops_them() {
+        let h = history();
+        let p = plan(StrategyKind::V1, &h, &budget(), &ApproxTokenCounter, &PlanConfig::default(), None).unwrap();
+        let mut s = Fixed(Ok("- the export reads a config and a log".into()), vec![]);
+        let c = apply(&p, &h, &mut s, &ApproxTokenCounter).unwrap();
+        let text = &c.messages[2].content;
+        for lit in ["/etc/export/config.yaml", "exports-7f3a", "5000"] {
+            assert!(text.contains(lit), "{lit} missing from {text}");
+        }
+        assert_eq!(c.report.literals_in_model_summary, 0);
+    }
+
+    #[test]
+    fn a_failing_or_garbage_summariser_falls_back_to_500_characters() {
+        let h = history();
+        let p = plan(StrategyKind::V1, &h, &budget(), &ApproxTokenCounter, &PlanConfig::default(), None).unwrap();
+        for reply in [Err(()), Ok("<tool_call>{\"name\": \"x\"}</tool_call>".to_owned()), Ok("<think>hmm".to_owned())] {
+            let mut s = Fixed(reply, vec![]);
+            let c = apply(&p, &h, &mut s, &ApproxTokenCounter).unwrap();
+            assert!(c.report.fallback.is_some());
+            let used = c.report.summary.unwrap();
+            assert!(used.chars().count() <= 500);
+            assert!(used.contains("read_file"), "{used}");
+        }
+    }
+
+    #[test]
+    fn a_plan_for_another_history_is_refused() {
+        let h = history();
+        let p = plan(StrategyKind::V1, &h, &budget(), &ApproxTokenCounter, &PlanConfig::default(), None).unwrap();
+        let mut other = h.clone();
+        other[3].id = MessageId("zz".into());
+        let err = apply(&p, &other, &mut Fixed(Ok("x".into()), vec![]), &ApproxTokenCounter).unwrap_err();
+        assert!(matches!(err, ForgettingError::PlanMismatch(_)));
+        let err = apply(&p, &h[..5], &mut Fixed(Ok("x".into()), vec![]), &ApproxTokenCounter).unwrap_err();
+        assert!(matches!(err, ForgettingError::PlanMismatch(_)));
+    }
+
+    #[test]
+    fn an_impossible_budget_is_a_typed_error_not_a_silent_overflow() {
+        let h = history();
+        let tiny = Budget { context: 256, reserve: 64, ratio: 0.75, recent: 2 };
+        let p = plan(StrategyKind::V1, &h, &tiny, &ApproxTokenCounter, &PlanConfig::default(), None).unwrap();
+        match apply(&p, &h, &mut Fixed(Ok("- ok then".into()), vec![]), &ApproxTokenCounter) {
+            Err(ForgettingError::BudgetNotRestored { tokens, threshold, .. }) => assert!(tokens > threshold),
+            Ok(c) => assert!(c.report.within_budget),
+            Err(e) => panic!("untyped: {e}"),
+        }
+    }
+
+    #[test]
+    fn masking_placeholder_states_the_size() {
+        assert_eq!(mask_placeholder(1234567), "[tool output elided: 1,234,567 chars]");
+        assert_eq!(mask_placeholder(12), "[tool output elided: 12 chars]");
+    }
+}

@@ -2,9 +2,10 @@
 //!
 //! *Pinned* is index 0 through the original question (the first user message),
 //! *recent* is the last N messages, *compressible* is what lies between. A
-//! zone edge never separates an assistant tool-call message from the tool
-//! messages that answer it (a "tool unit"): the pinned edge moves forward and
-//! the recent edge moves back until no unit straddles them.
+//! zone edge never separates the members of a tool chain — the assistant
+//! tool-call message, the tool messages that answer it (together a "tool
+//! unit") and the assistant text that interprets them: the pinned edge moves
+//! forward and the recent edge moves back until no chain straddles them.
 
 use std::collections::HashMap;
 
@@ -98,6 +99,15 @@ pub fn unit_heads(messages: &[Message]) -> Vec<usize> {
 
 /// Partitions a history into zones.
 ///
+/// An edge never separates the members of a tool chain (the assistant
+/// message that calls, the tool messages that answer, and the assistant text
+/// that interprets them, see [`crate::chains::chain_of`]): the pinned edge
+/// moves forward and the recent edge moves back until no chain straddles
+/// them. Keeping the interpretation with its result matters because the
+/// interpretation is only meaningful beside what it interprets — a recent
+/// "so the owner is team-ledger" whose result was summarised away invites
+/// exactly the confabulation this crate exists to prevent.
+///
 /// # Errors
 /// [`ForgettingError::EmptyHistory`] for no messages,
 /// [`ForgettingError::NoUserMessage`] when there is no question to pin.
@@ -107,25 +117,30 @@ pub fn partition(messages: &[Message], recent: usize) -> Result<Zones, Forgettin
     }
     let q = question_index(messages).ok_or(ForgettingError::NoUserMessage)?;
     let len = messages.len();
-    let heads = unit_heads(messages);
-    // Last member of each unit.
-    let mut unit_end: Vec<usize> = (0..len).collect();
+    // The first member of each message's group: its chain, else itself.
+    let heads: Vec<usize> = crate::chains::chain_of(messages)
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| c.unwrap_or(i))
+        .collect();
+    // Last member of each group.
+    let mut group_end: Vec<usize> = (0..len).collect();
     for (i, &h) in heads.iter().enumerate() {
-        if i > unit_end[h] {
-            unit_end[h] = i;
+        if i > group_end[h] {
+            group_end[h] = i;
         }
     }
-    // Pinned edge: forward until no unit that starts in pinned ends after it.
+    // Pinned edge: forward until no group that starts in pinned ends after it.
     let mut pinned_end = q + 1;
     loop {
-        let needed = (0..pinned_end).map(|i| unit_end[heads[i]]).max().unwrap_or(0) + 1;
+        let needed = (0..pinned_end).map(|i| group_end[heads[i]]).max().unwrap_or(0) + 1;
         if needed > pinned_end {
             pinned_end = needed.min(len);
         } else {
             break;
         }
     }
-    // Recent edge: back until no unit that ends in recent starts before it.
+    // Recent edge: back until no group that ends in recent starts before it.
     let mut recent_start = len.saturating_sub(recent).max(pinned_end);
     loop {
         let needed = (recent_start..len).map(|i| heads[i]).min().unwrap_or(recent_start);
@@ -225,8 +240,9 @@ mod tests {
         assert_eq!(z.recent_start, 5);
         // recent = 1 too.
         assert_eq!(partition(&history(), 1).unwrap().recent_start, 5);
-        // recent = 4 starts at i1, which is not a tool message: no widening.
-        assert_eq!(partition(&history(), 4).unwrap().recent_start, 4);
+        // recent = 4 starts at i1, the interpretation of t1: widen back to
+        // a1 so the chain a1 → t1 → i1 stays in one zone.
+        assert_eq!(partition(&history(), 4).unwrap().recent_start, 2);
         // recent = 5 starts at t1: widen back to a1.
         assert_eq!(partition(&history(), 5).unwrap().recent_start, 2);
     }
@@ -247,8 +263,9 @@ mod tests {
             Message::assistant("x", "x"),
             Message::assistant("y", "y"),
         ];
+        // a0 → t0 → x is one chain (x interprets t0): all of it is pinned.
         let z = partition(&h, 1).unwrap();
-        assert_eq!(z.pinned_end, 3);
+        assert_eq!(z.pinned_end, 4);
         assert_eq!(z.recent_start, 4);
     }
 

