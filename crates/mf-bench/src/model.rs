@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use mf_forgetting::{Message, Role as FRole, TokenCounter};
-use mf_inference::{Backend, CancelToken, ChatMessage, GenerateRequest, Generation, ModelInfo, Role, Sampling, ToolCall};
+use mf_forgetting::{Message, TokenCounter};
+use mf_inference::{Backend, CancelToken, ChatMessage, GenerateRequest, Generation, ModelInfo, Role, Sampling};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{BenchError, Result};
@@ -212,26 +212,9 @@ pub fn user_first(mut messages: Vec<ChatMessage>) -> Vec<ChatMessage> {
 /// Tokens of role markers added per message (`<|im_start|>role\n … <|im_end|>\n`).
 pub const ROLE_OVERHEAD: usize = 4;
 
-/// A scenario message as the inference crate's chat message.
-pub fn to_chat(m: &Message) -> ChatMessage {
-    let role = match m.role {
-        FRole::System => Role::System,
-        FRole::User => Role::User,
-        FRole::Assistant => Role::Assistant,
-        FRole::Tool => Role::Tool,
-    };
-    ChatMessage {
-        role,
-        content: m.content.clone(),
-        tool_calls: m
-            .tool_calls
-            .iter()
-            .map(|c| ToolCall { id: c.id.clone(), name: c.name.clone(), arguments: c.arguments.clone() })
-            .collect(),
-        tool_call_id: m.tool_call_id.clone(),
-        name: m.name.clone(),
-    }
-}
+/// A scenario message as the inference crate's chat message: the agent's
+/// mapping, so the benchmark measures exactly what the app sends.
+pub use mf_agent::compact::to_chat;
 
 /// Counts with the model's tokenizer ([`Model::count_message`]); whole
 /// histories through the model's template. Where the backend cannot count

@@ -891,7 +891,7 @@ mod tests {
         let rounds: Vec<R<'_>> = ["status: 12 errors", "status: 31 errors", "status: 12 errors"]
             .iter()
             .enumerate()
-            .map(|(i, r)| R(json!({"src": i}), *r, false, None))
+            .map(|(i, r)| R(json!({"src": i}), r, false, None))
             .collect();
         let h = history("The dashboard and the logs disagree: which is right?", &rounds);
         let p = v2(&h, ProblemClass::Contradiction);
