@@ -14,7 +14,7 @@ use crate::plan::{CompactionPlan, FoldGroup, MessagePlan, PlanConfig, Ranking, S
 use crate::summary::error_type;
 use crate::taxonomy::{self, Classification, ProblemClass};
 use crate::tokens::TokenCounter;
-use crate::zones::{Zone, ZoneGauge, Zones, partition};
+use crate::zones::{Zone, ZoneGauge, Zones, partition_with_chains};
 
 /// A compaction strategy: history → plan. Pure given its inputs.
 pub trait Strategy {
@@ -95,9 +95,9 @@ fn base(
 ) -> Result<Base, ForgettingError> {
     budget.validate()?;
     config.validate()?;
-    let zones = partition(messages, budget.recent)?;
-    let gauge = ZoneGauge::measure(messages, &zones, budget, counter);
     let chains = chain_of(messages);
+    let zones = partition_with_chains(messages, &chains, budget.recent)?;
+    let gauge = ZoneGauge::measure(messages, &zones, budget, counter);
     let plans = messages
         .iter()
         .enumerate()

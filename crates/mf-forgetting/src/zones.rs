@@ -112,17 +112,22 @@ pub fn unit_heads(messages: &[Message]) -> Vec<usize> {
 /// [`ForgettingError::EmptyHistory`] for no messages,
 /// [`ForgettingError::NoUserMessage`] when there is no question to pin.
 pub fn partition(messages: &[Message], recent: usize) -> Result<Zones, ForgettingError> {
+    partition_with_chains(messages, &crate::chains::chain_of(messages), recent)
+}
+
+/// [`partition`] with the chains already computed by
+/// [`crate::chains::chain_of`], for planners that need them too.
+///
+/// # Errors
+/// As [`partition`].
+pub fn partition_with_chains(messages: &[Message], chains: &[Option<usize>], recent: usize) -> Result<Zones, ForgettingError> {
     if messages.is_empty() {
         return Err(ForgettingError::EmptyHistory);
     }
     let q = question_index(messages).ok_or(ForgettingError::NoUserMessage)?;
     let len = messages.len();
     // The first member of each message's group: its chain, else itself.
-    let heads: Vec<usize> = crate::chains::chain_of(messages)
-        .into_iter()
-        .enumerate()
-        .map(|(i, c)| c.unwrap_or(i))
-        .collect();
+    let heads: Vec<usize> = chains.iter().enumerate().map(|(i, c)| c.unwrap_or(i)).collect();
     // Last member of each group.
     let mut group_end: Vec<usize> = (0..len).collect();
     for (i, &h) in heads.iter().enumerate() {
