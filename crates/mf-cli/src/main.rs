@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 
 mod bench_kv;
 mod investigate;
+mod models;
 mod plan;
 
 /// Measured Forgetting: local-LLM investigations that forget by measure.
@@ -33,6 +34,8 @@ enum Command {
     Tool(investigate::ToolCmdArgs),
     /// List, show or resume stored investigations.
     Sessions(investigate::SessionsArgs),
+    /// List, download (with resume and sha256 check) or verify model files.
+    Models(models::ModelsArgs),
 }
 
 impl std::fmt::Display for UsageError {
@@ -94,5 +97,6 @@ fn main() -> ExitCode {
         Command::Investigate(args) => run_async(|| async { investigate::investigate(args).await.map(|()| true) }),
         Command::Tool(args) => run_async(|| investigate::tool(args)),
         Command::Sessions(args) => run_async(|| async { investigate::sessions(args).await.map(|()| true) }),
+        Command::Models(args) => run_async(|| models::run(args)),
     }
 }

@@ -12,12 +12,15 @@
 //!   included) and chooses the [`tool_parse::ToolCallFormat`] its replies are
 //!   parsed with; [`thinking`] separates `<think>` blocks.
 //! - [`bench_kv`] measures the cache reuse (`mf bench-kv`).
+//! - [`models`] is the model manager: catalog, local list, GGUF header,
+//!   download with resume and sha256.
 
 pub mod backend;
 pub mod bench_kv;
 pub mod error;
 pub mod http;
 pub mod llama;
+pub mod models;
 pub mod reply;
 pub mod template;
 pub mod thinking;

@@ -1,3 +1,4 @@
+mod download;
 mod http;
 mod llama;
 mod support;
