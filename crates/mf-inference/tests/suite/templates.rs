@@ -4,7 +4,7 @@ use mf_inference::template::{ChatTemplate, RenderOptions, TemplateOrigin};
 use mf_inference::tool_parse::ToolCallFormat;
 use mf_inference::{ChatMessage, InferenceError};
 
-use super::support::{GEMMA, SMOL, gguf_string, model_path, tool_conversation, tools};
+use super::support::{GEMMA, SMOL, gguf_chat_template, model_path, tool_conversation, tools};
 
 const QWEN3: &str = include_str!("../fixtures/qwen3.jinja");
 
@@ -18,7 +18,7 @@ fn render(t: &ChatTemplate, thinking: bool, with_tools: bool) -> String {
 #[test]
 fn smollm2_template_from_gguf() {
     let Some(path) = model_path(SMOL) else { return };
-    let source = gguf_string(&path, "tokenizer.chat_template").expect("SmolLM2 carries a template");
+    let source = gguf_chat_template(&path).expect("SmolLM2 carries a template");
     let t = ChatTemplate::for_model(Some(&source), Some("llama"), "<|im_start|>", "<|im_end|>").unwrap();
     assert_eq!(t.origin(), &TemplateOrigin::Gguf);
     // No tool support in the template: fenced JSON, tools in the system prompt.
@@ -31,7 +31,7 @@ fn smollm2_template_from_gguf() {
 fn gemma3_builtin_template() {
     let Some(path) = model_path(GEMMA) else { return };
     // The base gemma-3-270m GGUF carries no chat template: the published Gemma 3 one is used.
-    assert_eq!(gguf_string(&path, "tokenizer.chat_template"), None);
+    assert_eq!(gguf_chat_template(&path), None);
     let t = ChatTemplate::for_model(None, Some("gemma3"), "<bos>", "<eos>").unwrap();
     assert_eq!(t.origin(), &TemplateOrigin::Builtin("gemma3"));
     let text = render(&t, false, true);
