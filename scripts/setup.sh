@@ -9,7 +9,11 @@ cd "$(dirname "$0")/.."
 
 # System packages the build needs. Later parts of the app add to these lists.
 DEBIAN_PKGS=(build-essential pkg-config cmake libclang-dev libssl-dev git python3 python3-pip
-    chromium fonts-dejavu-core)  # the UI's browser test (ui/e2e)
+    chromium fonts-dejavu-core  # the UI's browser test (ui/e2e)
+    # the desktop app (Tauri 2 on WebKitGTK)
+    libwebkit2gtk-4.1-dev libxdo-dev libayatana-appindicator3-dev librsvg2-dev file
+    # its real-window test and headless runs (Xvfb, WebKitWebDriver for tauri-driver, screenshots)
+    xvfb xauth dbus-x11 at-spi2-core imagemagick webkit2gtk-driver)
 BREW_PKGS=(cmake llvm pkg-config)
 
 log() { printf '\033[1m==>\033[0m %s\n' "$*"; }
@@ -49,6 +53,14 @@ if [ "${MF_SKIP_SYSTEM:-0}" != "1" ]; then
 fi
 
 command -v cargo >/dev/null || { echo "error: Rust (cargo) is required: https://rustup.rs" >&2; exit 1; }
+
+# tauri-driver (the WebDriver bridge of the app's real-window test), kept
+# outside the repository so a clone reuses it.
+TOOLS="${MF_TOOLS_DIR:-$HOME/.cache/measured-forgetting/tools}"
+if [ "$(uname -s)" = Linux ] && [ ! -x "$TOOLS/bin/tauri-driver" ]; then
+    log "installing tauri-driver 2.1.0 into $TOOLS"
+    cargo install tauri-driver --version 2.1.0 --locked --root "$TOOLS" --quiet
+fi
 
 log "test models"
 python3 scripts/fetch_models.py

@@ -14,7 +14,12 @@ npm -w ui test
 npm -w ui run check
 echo "==> UI in a real browser (Chromium, scripted shell; screenshots in artifacts/screenshots/web)"
 npm -w ui run e2e:web
+echo "==> UI production build (ui/dist: the desktop app embeds it at compile time)"
+npm -w ui run build
 echo "==> cargo test --workspace"
 cargo test --workspace --all-targets --locked 2>&1
+echo "==> desktop app: real window under Xvfb (SmolLM2, loopback API, benchmark; screenshots in artifacts/screenshots/app)"
+cargo build -p measured-forgetting --locked 2>&1
+scripts/e2e-app.sh
 echo "==> fuzz workspace builds (planner target)"
 (cd fuzz && cargo check --locked --quiet 2>&1)

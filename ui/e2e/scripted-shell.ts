@@ -104,7 +104,7 @@ const settings: Settings = {
   threads: 2,
   gpu: false,
   thinking: true,
-  tool_approvals: { http: 'ask', list_files: 'allow', read_file: 'allow', search_files: 'allow', run_code: 'ask' },
+  tool_approvals: { files: 'allow', http_get: 'ask', http_write: 'ask', code: 'ask' },
   workspace_roots: ['/work/main/scenarios/agentic'],
   allowed_hosts: ['127.0.0.1:8931'],
 };
@@ -143,6 +143,8 @@ export class ScriptedShell {
       case 'investigation_events':
         // The stored events of the one past investigation: the script, as it ran.
         return investigation('Which region has the most 5xx errors?').filter((st): st is AgentEvent => !('hold' in st));
+      case 'app_info':
+        return { version: '0.1.0', model_path: settings.model_path, notice: null, models_dir: 'models', settings_file: 'settings.json' };
       case 'get_settings':
         return structuredClone(settings);
       case 'save_settings':

@@ -22,7 +22,7 @@ describe('SettingsPanel', () => {
     expect((screen.getByLabelText(/Workspace roots/) as HTMLTextAreaElement).value).toBe('/work/data');
     expect((screen.getByLabelText(/Allowed hosts/) as HTMLTextAreaElement).value).toBe('127.0.0.1:8080');
     expect((screen.getByLabelText(/Strategy/) as HTMLSelectElement).value).toBe('v1');
-    expect((screen.getByLabelText(/^run_code/) as HTMLSelectElement).value).toBe('deny');
+    expect((screen.getByLabelText(/^code/) as HTMLSelectElement).value).toBe('deny');
     const models = (await screen.findByLabelText('Models in models/')) as HTMLSelectElement;
     expect([...models.options].map((o) => o.textContent)).toContain('gemma-3-270m-q4_k_m.gguf (241.3 MiB)');
     expect(save().disabled).toBe(false);

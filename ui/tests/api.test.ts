@@ -71,6 +71,7 @@ describe('tauriApi', () => {
       tauriApi.investigationEvents(1),
       tauriApi.resumeInvestigation(1, noop),
       tauriApi.undoCompaction(1, 1),
+      tauriApi.appInfo(),
       tauriApi.getSettings(),
       tauriApi.saveSettings(s),
       tauriApi.listModels(),

@@ -96,7 +96,7 @@ export function mockApi(over: Partial<Api> = {}) {
     threads: 2,
     gpu: false,
     thinking: true,
-    tool_approvals: { http_get: 'ask', read_file: 'allow', run_code: 'deny' },
+    tool_approvals: { files: 'allow', http_get: 'ask', http_write: 'ask', code: 'deny' },
     workspace_roots: ['/work/data'],
     allowed_hosts: ['127.0.0.1:8080'],
   };
@@ -114,6 +114,7 @@ export function mockApi(over: Partial<Api> = {}) {
       return id;
     }),
     undoCompaction: vi.fn(async () => {}),
+    appInfo: vi.fn(async () => ({ version: '0.1.0', model_path: settings.model_path, notice: null, models_dir: '/models', settings_file: '/cfg/settings.json' })),
     getSettings: vi.fn(async () => structuredClone(settings)),
     saveSettings: vi.fn(async (s: Settings) => s),
     listModels: vi.fn(async () => [

@@ -75,10 +75,18 @@ export interface Settings {
   threads: number;
   gpu: boolean;
   thinking: boolean;
-  /** Per tool: ask before running, always allow, always deny. */
+  /**
+   * Per approval group of mf-tools' policy: `files` (list/read/search files),
+   * `http_get`, `http_write` (any other HTTP method), `code` (run_code).
+   * Ask before running, always allow, always deny.
+   */
   tool_approvals: Record<string, ApprovalMode>;
   workspace_roots: string[];
   allowed_hosts: string[];
+  /** Advanced, settings file only: the system prompt (absent: mf-agent's). Kept as given on save. */
+  system_prompt?: string;
+  /** Advanced, settings file only: tool results are cut to this many characters. */
+  max_result_chars?: number;
 }
 
 /** A model file found in `models/` (or picked). */
@@ -86,6 +94,15 @@ export interface ModelInfo {
   name: string;
   path: string;
   size_bytes: number;
+}
+
+/** What the app runs with (`notice`: shown as a banner, e.g. the test model is in use). */
+export interface AppInfo {
+  version: string;
+  model_path: string;
+  notice: string | null;
+  models_dir: string;
+  settings_file: string;
 }
 
 /** What the model download reports. */
@@ -209,6 +226,7 @@ export interface Api {
   investigationEvents(id: number): Promise<AgentEvent[]>;
   resumeInvestigation(id: number, onEvent: (e: AgentEvent) => void): Promise<number>;
   undoCompaction(id: number, round: number): Promise<void>;
+  appInfo(): Promise<AppInfo>;
   getSettings(): Promise<Settings>;
   saveSettings(settings: Settings): Promise<Settings>;
   listModels(): Promise<ModelInfo[]>;
@@ -243,6 +261,7 @@ export const tauriApi: Api = {
   investigationEvents: (id) => call('investigation_events', { id }),
   resumeInvestigation: (id, onEvent) => call('resume_investigation', { id, onEvent: channel(onEvent) }),
   undoCompaction: (id, round) => call('undo_compaction', { id, round }),
+  appInfo: () => call('app_info'),
   getSettings: () => call('get_settings'),
   saveSettings: (settings) => call('save_settings', { settings }),
   listModels: () => call('list_models'),
@@ -256,7 +275,7 @@ export const tauriApi: Api = {
 
 /**
  * The command names `tauriApi` invokes. They live in commands.json so the
- * shell's sync test (to come with src-tauri) can check them against
+ * shell's sync test (src-tauri/src/lib.rs) can check them against
  * `generate_handler!` and the capability's permissions.
  */
 export const COMMANDS: readonly string[] = commandList.commands;

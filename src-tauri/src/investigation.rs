@@ -1,0 +1,244 @@
+//! Investigation commands: start / resume (one `ipc::Channel` per run
+//! streaming mf-agent's events), stop, approve, the stored history, undo.
+//!
+//! `Agent::run` is not `Send` (its event sink is a `&mut dyn EventSink`), so
+//! each run lives on its own thread with a current-thread runtime. The
+//! command waits until that thread has loaded the tools and created the
+//! stored row, so set-up failures reject the `invoke` with a clear error,
+//! and then returns the investigation's id while the loop runs on.
+
+use std::sync::{Arc, Mutex};
+
+use mf_agent::{Agent, AgentEvent, EventSink, InvestigationRow, Store, StoreSink};
+use mf_forgetting::Message;
+use mf_inference::{CancelToken, LlamaSession};
+use mf_tools::ToolRegistry;
+use tauri::ipc::Channel;
+use tauri::State;
+use tokio::sync::oneshot;
+
+use crate::AppState;
+use crate::approver::UiApprover;
+use crate::error::{CmdResult, CommandError};
+use crate::settings::Settings;
+
+/// One investigation the app started in this process.
+pub struct Running {
+    /// Stops the current generation.
+    cancel: CancelToken,
+    /// Its pending approvals.
+    approver: Arc<UiApprover>,
+    /// The agent once its loop has ended (kept for undo); `None` while it runs.
+    agent: Arc<Mutex<Option<Agent>>>,
+    /// Whether the loop is still running.
+    running: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// Forwards events to the webview; a closed window is not the loop's problem.
+struct ChannelSink(Channel<AgentEvent>);
+
+impl EventSink for ChannelSink {
+    fn emit(&mut self, event: &AgentEvent) {
+        let _ = self.0.send(event.clone());
+    }
+}
+
+enum Start {
+    Fresh(String),
+    Resume(i64, Vec<Message>),
+}
+
+fn running_any(state: &AppState) -> CmdResult<bool> {
+    let runs = state.runs.lock().map_err(|_| CommandError::internal("run table poisoned"))?;
+    Ok(runs.values().any(|r| r.running.load(std::sync::atomic::Ordering::SeqCst)))
+}
+
+/// Loads (or reuses) the model, sets up tools and the stored row on a new
+/// thread, and runs the loop there. Returns the investigation's id.
+async fn launch(state: &AppState, settings: Settings, start: Start, channel: Channel<AgentEvent>) -> CmdResult<i64> {
+    if running_any(state)? {
+        return Err(CommandError::new("busy", "An investigation is already running; stop it first."));
+    }
+    let backend: Arc<LlamaSession> = state.model(&settings).await?;
+    let db = state.paths.db.clone();
+    let approver = Arc::new(UiApprover::new(state.approval_timeout));
+    let slot: Arc<Mutex<Option<Agent>>> = Arc::new(Mutex::new(None));
+    let running = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let (ready_tx, ready_rx) = oneshot::channel::<CmdResult<(i64, CancelToken)>>();
+    let (approver2, slot2, running2) = (approver.clone(), slot.clone(), running.clone());
+    std::thread::Builder::new()
+        .name("investigation".into())
+        .spawn(move || {
+            let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(rt) => rt,
+                Err(e) => {
+                    let _ = ready_tx.send(Err(CommandError::internal(format!("cannot start the investigation's runtime: {e}"))));
+                    return;
+                }
+            };
+            rt.block_on(async move {
+                let setup = async {
+                    let store = Store::open(&db)?;
+                    let registry = Arc::new(ToolRegistry::new(settings.tools()).await?);
+                    let agent = Agent::new(backend, registry, approver2.clone(), settings.agent())?;
+                    let id = match &start {
+                        Start::Fresh(q) => store.create(q, &serde_json::to_value(&settings).map_err(|e| CommandError::internal(e.to_string()))?)?,
+                        Start::Resume(id, _) => {
+                            store.mark_running(*id)?;
+                            *id
+                        }
+                    };
+                    Ok::<_, CommandError>((store, agent, id))
+                };
+                let (store, mut agent, id) = match setup.await {
+                    Ok(x) => x,
+                    Err(e) => {
+                        running2.store(false, std::sync::atomic::Ordering::SeqCst);
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                let _ = ready_tx.send(Ok((id, agent.cancel_token())));
+                let mut ui = ChannelSink(channel);
+                let mut sink = StoreSink { store: &store, id, next: &mut ui, error: None };
+                let out = match start {
+                    Start::Fresh(q) => agent.run(&q, &mut sink).await,
+                    Start::Resume(_, h) => agent.resume(h, &mut sink).await,
+                };
+                if let Some(e) = sink.error.take() {
+                    tracing::warn!("session store: {e}");
+                }
+                if let Err(e) = out {
+                    // The loop already emitted it as an error event.
+                    let _ = store.mark_failed(id, &e.to_string());
+                }
+                approver2.deny_all();
+                if let Ok(mut s) = slot2.lock() {
+                    *s = Some(agent);
+                }
+                running2.store(false, std::sync::atomic::Ordering::SeqCst);
+            });
+        })
+        .map_err(|e| CommandError::internal(format!("cannot start the investigation thread: {e}")))?;
+    let (id, cancel) = ready_rx.await.map_err(|_| CommandError::internal("the investigation thread ended during set-up"))??;
+    let mut runs = state.runs.lock().map_err(|_| CommandError::internal("run table poisoned"))?;
+    runs.insert(id, Running { cancel, approver, agent: slot, running });
+    Ok(id)
+}
+
+/// Starts an investigation of `question` with the saved settings; its events
+/// stream to `on_event`. Returns its id.
+#[tauri::command]
+pub async fn start_investigation(
+    state: State<'_, AppState>,
+    question: String,
+    on_event: Channel<AgentEvent>,
+) -> CmdResult<i64> {
+    let question = question.trim().to_owned();
+    if question.is_empty() {
+        return Err(CommandError::invalid("Type a question first."));
+    }
+    let settings = state.settings()?;
+    settings.validate()?;
+    launch(&state, settings, Start::Fresh(question), on_event).await
+}
+
+/// Stops investigation `id`: the current generation ends at its next token,
+/// pending approvals are denied.
+#[tauri::command]
+pub fn stop_investigation(state: State<'_, AppState>, id: i64) -> CmdResult<()> {
+    let runs = state.runs.lock().map_err(|_| CommandError::internal("run table poisoned"))?;
+    let r = runs.get(&id).ok_or_else(|| CommandError::new("not_found", format!("Investigation {id} is not running in this window.")))?;
+    r.cancel.cancel();
+    r.approver.deny_all();
+    Ok(())
+}
+
+/// The user's decision on a tool call that asked, bound to the argument hash shown.
+#[tauri::command]
+pub fn approve_tool_call(state: State<'_, AppState>, id: i64, call_id: String, arguments_hash: String, approved: bool) -> CmdResult<()> {
+    let approver = {
+        let runs = state.runs.lock().map_err(|_| CommandError::internal("run table poisoned"))?;
+        runs.get(&id).map(|r| r.approver.clone()).ok_or_else(|| CommandError::new("not_found", format!("Investigation {id} is not running in this window.")))?
+    };
+    approver.answer(&call_id, &arguments_hash, approved)
+}
+
+/// Stored investigations, newest first.
+#[tauri::command]
+pub fn list_investigations(state: State<'_, AppState>) -> CmdResult<Vec<InvestigationRow>> {
+    Ok(state.store()?.list()?)
+}
+
+/// Every stored event of investigation `id`, in order.
+#[tauri::command]
+pub fn investigation_events(state: State<'_, AppState>, id: i64) -> CmdResult<Vec<AgentEvent>> {
+    let store = state.store()?;
+    store.get(id)?;
+    Ok(store.events(id)?)
+}
+
+/// Continues stored investigation `id` (with its stored settings when they
+/// are the app's, else the current ones); its events stream to `on_event`.
+#[tauri::command]
+pub async fn resume_investigation(state: State<'_, AppState>, id: i64, on_event: Channel<AgentEvent>) -> CmdResult<i64> {
+    let (settings, history) = {
+        let store = state.store()?;
+        let row = store.get(id)?;
+        if row.status == "running" {
+            return Err(CommandError::new("busy", format!("Investigation {id} is still running.")));
+        }
+        let history = store.history(id)?;
+        if history.is_empty() {
+            return Err(CommandError::new("not_resumable", format!("Investigation {id} has no stored history to continue from.")));
+        }
+        let settings = serde_json::from_value::<Settings>(store.settings(id)?).or_else(|_| state.settings())?;
+        (settings, history)
+    };
+    settings.validate()?;
+    launch(&state, settings, Start::Resume(id, history), on_event).await
+}
+
+/// Restores the history (and the KV cache, when a snapshot was made) from
+/// before the last compaction of investigation `id`, which must be the one
+/// at `round`, so a resume continues from it.
+#[tauri::command]
+pub async fn undo_compaction(state: State<'_, AppState>, id: i64, round: u32) -> CmdResult<()> {
+    let slot = {
+        let runs = state.runs.lock().map_err(|_| CommandError::internal("run table poisoned"))?;
+        let r = runs.get(&id).ok_or_else(|| CommandError::new("not_found", format!("Investigation {id} was not run in this window; only its compactions can be undone.")))?;
+        if r.running.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(CommandError::new("busy", "Stop the investigation before undoing a compaction."));
+        }
+        r.agent.clone()
+    };
+    let store = state.store()?;
+    let last = store.events(id)?.iter().rev().find_map(|e| match e {
+        AgentEvent::CompactionFinished { round, .. } => Some(*round),
+        _ => None,
+    });
+    if last != Some(round) {
+        return Err(CommandError::new("not_undoable", format!("Only the most recent compaction can be undone (round {}).", last.map_or("none".into(), |r| r.to_string()))));
+    }
+    let mut agent = slot
+        .lock()
+        .map_err(|_| CommandError::internal("agent slot poisoned"))?
+        .take()
+        .ok_or_else(|| CommandError::new("not_undoable", "This investigation's agent is busy or gone."))?;
+    // The agent's future is not `Send`: it runs on a blocking thread.
+    let (agent, undone) = tauri::async_runtime::spawn_blocking(move || {
+        let undone = tauri::async_runtime::block_on(agent.undo_compaction());
+        (agent, undone)
+    })
+    .await
+    .map_err(|e| CommandError::internal(format!("undo: {e}")))?;
+    if let Ok(mut s) = slot.lock() {
+        *s = Some(agent);
+    }
+    let undone = undone?.ok_or_else(|| CommandError::new("not_undoable", "This compaction was already undone."))?;
+    if let Some(why) = &undone.kv_error {
+        tracing::info!("undo of investigation {id}: the KV cache was not restored ({why}); a resume decodes the history again");
+    }
+    store.save_history(id, &undone.history)?;
+    Ok(())
+}

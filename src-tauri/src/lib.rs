@@ -1,0 +1,417 @@
+//! The desktop app's shell: thin Tauri commands that adapt `mf-agent`
+//! (investigations, approvals, the session store) and `mf-bench` (the
+//! benchmark) to the Svelte UI in `ui/`.
+//!
+//! How it fits: [`run`] builds the app over [`app`], which registers the
+//! commands of [`COMMANDS`] and, at start-up, an [`AppState`]: where things
+//! live ([`Paths`]), the saved [`settings::Settings`], the loaded model,
+//! the running investigations and benchmark runs. Each command parses its
+//! arguments, calls the crates, and answers with their types or a
+//! [`error::CommandError`] (`{code, message, details}`). Streams (an
+//! investigation's `AgentEvent`s, a benchmark's progress) go to one
+//! `ipc::Channel` per run. The names in [`COMMANDS`] are also in
+//! `ui/src/lib/commands.json` and in the capability
+//! `src-tauri/capabilities/default.json`; a test keeps the three equal.
+
+pub mod approver;
+pub mod bench;
+pub mod error;
+pub mod investigation;
+pub mod models;
+pub mod settings;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mf_agent::Store;
+use mf_inference::LlamaSession;
+use tauri::{Manager as _, Runtime, State};
+
+use crate::error::{CmdResult, CommandError};
+use crate::settings::Settings;
+
+/// Where the app keeps and finds things.
+#[derive(Debug, Clone)]
+pub struct Paths {
+    /// The settings file.
+    pub settings: PathBuf,
+    /// The session store.
+    pub db: PathBuf,
+    /// The folder of model files.
+    pub models: PathBuf,
+    /// The benchmark's scenario folder.
+    pub scenarios: PathBuf,
+    /// Where benchmark exports are written.
+    pub exports: PathBuf,
+}
+
+impl Paths {
+    /// The paths for this process. `MF_CONFIG_DIR` (settings) and `MF_HOME`
+    /// (sessions, as for `mf`) override the platform folders; `MF_ROOT` is
+    /// the checkout holding `models/` and `scenarios/` (by default the one
+    /// the app was built from, else the working directory).
+    #[must_use]
+    pub fn resolve(config_dir: Option<PathBuf>, data_dir: Option<PathBuf>) -> Self {
+        let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let built = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let root = env("MF_ROOT").unwrap_or_else(|| if built.join("models").is_dir() { built } else { PathBuf::from(".") });
+        let config = env("MF_CONFIG_DIR").or(config_dir).unwrap_or_else(|| root.join(".mf-config"));
+        let data = env("MF_HOME").or(data_dir).unwrap_or_else(|| root.join(".mf-data"));
+        Self {
+            settings: config.join("settings.json"),
+            db: data.join("sessions.db"),
+            models: env("MF_MODELS_DIR").unwrap_or_else(|| root.join("models")),
+            scenarios: env("MF_SCENARIOS_DIR").unwrap_or_else(|| root.join("scenarios/compaction")),
+            exports: data.join("exports"),
+        }
+    }
+}
+
+/// Everything the commands share.
+pub struct AppState {
+    /// Where things live.
+    pub paths: Paths,
+    settings: Mutex<Settings>,
+    /// The loaded model and the settings key it was loaded with.
+    model: tokio::sync::Mutex<Option<(String, Arc<LlamaSession>)>>,
+    /// Investigations started in this process.
+    runs: Mutex<HashMap<i64, investigation::Running>>,
+    /// Benchmark runs of this process.
+    benches: bench::BenchRuns,
+    next_run: AtomicU64,
+    /// How long a tool call waits for the user's approval.
+    pub approval_timeout: Duration,
+}
+
+impl AppState {
+    /// The state over `paths`, with the saved settings (or the defaults
+    /// with the default model, when there is no settings file yet).
+    ///
+    /// # Errors
+    /// `settings_file` when a settings file exists but cannot be read.
+    pub fn new(paths: Paths) -> CmdResult<Self> {
+        let settings = match Settings::load(&paths.settings)? {
+            Some(s) => s,
+            None => {
+                let model = models::default_model(&paths.models).map_or_else(|| paths.models.join(models::RECOMMENDED_FILE), |(p, _)| p);
+                Settings::defaults(&model)
+            }
+        };
+        Ok(Self {
+            paths,
+            settings: Mutex::new(settings),
+            model: tokio::sync::Mutex::new(None),
+            runs: Mutex::new(HashMap::new()),
+            benches: Mutex::new(HashMap::new()),
+            next_run: AtomicU64::new(1),
+            approval_timeout: approver::APPROVAL_TIMEOUT,
+        })
+    }
+
+    /// The current settings.
+    ///
+    /// # Errors
+    /// Only a poisoned lock.
+    pub fn settings(&self) -> CmdResult<Settings> {
+        self.settings.lock().map(|s| s.clone()).map_err(|_| CommandError::internal("settings poisoned"))
+    }
+
+    /// A reading connection to the session store.
+    ///
+    /// # Errors
+    /// `store` when it cannot be opened.
+    pub fn store(&self) -> CmdResult<Store> {
+        Ok(Store::open(&self.paths.db)?)
+    }
+
+    /// The model for `settings`, loaded once and kept while the settings
+    /// that shape it (file, context, threads, GPU) stay the same.
+    ///
+    /// # Errors
+    /// `model_load` with llama.cpp's reason.
+    pub async fn model(&self, settings: &Settings) -> CmdResult<Arc<LlamaSession>> {
+        let key = format!("{}|{}|{}|{}", settings.model_path, settings.context, settings.threads, settings.gpu);
+        let mut slot = self.model.lock().await;
+        if let Some((k, m)) = slot.as_ref()
+            && *k == key
+        {
+            return Ok(m.clone());
+        }
+        // Free the old model before loading the new one (8B models are large).
+        *slot = None;
+        let cfg = settings.llama();
+        let m = tauri::async_runtime::spawn_blocking(move || LlamaSession::load(cfg))
+            .await
+            .map_err(|e| CommandError::internal(format!("model loader: {e}")))??;
+        let m = Arc::new(m);
+        *slot = Some((key, m.clone()));
+        Ok(m)
+    }
+
+    fn next_run_id(&self) -> u64 {
+        self.next_run.fetch_add(1, Ordering::SeqCst)
+    }
+
+    fn bench(&self, run_id: &str) -> CmdResult<Arc<bench::BenchRun>> {
+        let b = self.benches.lock().map_err(|_| CommandError::internal("bench table poisoned"))?;
+        b.get(run_id).cloned().ok_or_else(|| CommandError::new("not_found", format!("No benchmark run {run_id} in this window.")))
+    }
+}
+
+/// Settings commands (the logic is in [`settings`]).
+mod settings_cmd {
+    use super::{AppState, CmdResult, CommandError, Settings, State};
+
+    /// The saved settings.
+    #[tauri::command]
+    pub fn get_settings(state: State<'_, AppState>) -> CmdResult<Settings> {
+        state.settings()
+    }
+
+    /// Validates and saves `settings`; returns them as saved.
+    #[tauri::command]
+    pub fn save_settings(state: State<'_, AppState>, settings: Settings) -> CmdResult<Settings> {
+        settings.validate()?;
+        settings.save(&state.paths.settings)?;
+        let mut s = state.settings.lock().map_err(|_| CommandError::internal("settings poisoned"))?;
+        *s = settings.clone();
+        Ok(settings)
+    }
+}
+
+/// Declares the commands once: the list of names the sync test reads and
+/// the `generate_handler!` that registers them.
+macro_rules! app_commands {
+    ($($module:ident :: $name:ident),* $(,)?) => {
+        /// Every command the app registers, by name (the UI's
+        /// `commands.json` and the capability must list exactly these).
+        pub const COMMANDS: &[&str] = &[$(stringify!($name)),*];
+
+        fn handler<R: Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + Sync + 'static {
+            tauri::generate_handler![$($module::$name),*]
+        }
+    };
+}
+
+app_commands![
+    investigation::start_investigation,
+    investigation::stop_investigation,
+    investigation::approve_tool_call,
+    investigation::list_investigations,
+    investigation::investigation_events,
+    investigation::resume_investigation,
+    investigation::undo_compaction,
+    settings_cmd::get_settings,
+    settings_cmd::save_settings,
+    models::app_info,
+    models::list_models,
+    models::pick_model_file,
+    models::download_recommended_model,
+    bench::bench_options,
+    bench::run_benchmark,
+    bench::cancel_benchmark,
+    bench::export_benchmark,
+];
+
+fn process_alive(pid: i64) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists() && i64::from(std::process::id()) != pid
+}
+
+/// The app over any runtime (tests use `tauri::test::mock_builder()`).
+#[must_use]
+pub fn app<R: Runtime>(builder: tauri::Builder<R>) -> tauri::Builder<R> {
+    builder.invoke_handler(handler()).setup(|app| {
+        // Sessions go where `mf` keeps them, so History lists the CLI's too.
+        let shared = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share/measured-forgetting"));
+        let paths = Paths::resolve(app.path().app_config_dir().ok(), shared.or_else(|| app.path().app_data_dir().ok()));
+        // Investigations of a process that died are marked interrupted (resumable).
+        if let Ok(store) = Store::open(&paths.db)
+            && cfg!(target_os = "linux")
+        {
+            let _ = store.recover_dead(process_alive);
+        }
+        let state = AppState::new(paths)?;
+        app.manage(state);
+        Ok(())
+    })
+}
+
+/// Runs the desktop app.
+pub fn run() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,llama_cpp_2=off"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    if let Err(e) = app(tauri::Builder::default()).run(tauri::generate_context!()) {
+        eprintln!("measured-forgetting: {e}");
+        std::process::exit(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use std::collections::BTreeSet;
+    use tauri::Manager;
+
+    fn root() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    }
+
+    fn json(path: &str) -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(root().join(path)).unwrap()).unwrap()
+    }
+
+    fn strings(v: &serde_json::Value) -> Vec<String> {
+        v.as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_owned()).collect()
+    }
+
+    /// `generate_handler!` (through `app_commands!`), the UI's commands.json and
+    /// the capability name the same commands: adding one to only one place fails here.
+    #[test]
+    fn registered_commands_ui_list_and_capability_agree() {
+        let registered: Vec<String> = COMMANDS.iter().map(|s| (*s).to_owned()).collect();
+        let ui = strings(&json("ui/src/lib/commands.json")["commands"]);
+        let set = |v: &[String]| v.iter().cloned().collect::<BTreeSet<_>>();
+        assert_eq!(set(&registered).len(), registered.len(), "a command is registered twice");
+        assert_eq!(set(&ui), set(&registered), "ui/src/lib/commands.json vs app_commands! in src-tauri/src/lib.rs");
+        let cap = json("src-tauri/capabilities/default.json");
+        let granted = set(&strings(&cap["permissions"]));
+        let wanted: BTreeSet<String> = registered.iter().map(|c| format!("allow-{}", c.replace('_', "-"))).collect();
+        assert_eq!(granted, wanted, "src-tauri/capabilities/default.json must grant exactly allow-<command> for each command, nothing else");
+        assert_eq!(strings(&cap["windows"]), ["main"]);
+    }
+
+    /// build.rs turned exactly these commands into the app's permissions.
+    #[test]
+    fn build_script_generated_one_permission_per_command() {
+        let acl = json("gen/schemas/acl-manifests.json");
+        let app = &acl["__app-acl__"]["permissions"];
+        let mut got: BTreeSet<String> = app.as_object().unwrap().keys().cloned().collect();
+        let cmds: BTreeSet<String> = app.as_object().unwrap().values().flat_map(|p| strings(&p["commands"]["allow"])).collect();
+        let want: BTreeSet<String> = COMMANDS.iter().map(|s| (*s).to_owned()).collect();
+        assert_eq!(cmds, want);
+        got.retain(|k| k.starts_with("deny-"));
+        assert_eq!(got.len(), COMMANDS.len(), "one deny- permission per command too");
+    }
+
+    /// The content security policy forbids remote scripts, images and connections.
+    #[test]
+    fn csp_is_strict() {
+        let conf = json("tauri.conf.json");
+        let csp = conf["app"]["security"]["csp"].as_str().unwrap();
+        let directive = |name: &str| csp.split(';').map(str::trim).find(|d| d.starts_with(&format!("{name} "))).unwrap_or_else(|| panic!("no {name} in {csp}")).to_owned();
+        assert_eq!(directive("default-src"), "default-src 'self'");
+        assert_eq!(directive("script-src"), "script-src 'self'");
+        assert_eq!(directive("img-src"), "img-src 'self' data:");
+        assert_eq!(directive("object-src"), "object-src 'none'");
+        for d in csp.split(';') {
+            assert!(!d.contains("https:") && !d.contains("http://*") && !d.contains(" *"), "remote source in {d}");
+            assert!(!d.contains("unsafe-eval"), "{d}");
+        }
+        assert_eq!(conf["app"]["withGlobalTauri"], serde_json::Value::Null, "no global __TAURI__ object");
+    }
+
+    fn mock_app(dir: &Path) -> tauri::App<tauri::test::MockRuntime> {
+        let models = dir.join("models");
+        std::fs::create_dir_all(&models).unwrap();
+        std::fs::write(models.join(models::TEST_MODEL_FILE), "GGUF").unwrap();
+        let paths = Paths {
+            settings: dir.join("cfg/settings.json"),
+            db: dir.join("data/sessions.db"),
+            models,
+            scenarios: root().join("scenarios/compaction"),
+            exports: dir.join("exports"),
+        };
+        let state = AppState::new(paths).unwrap();
+        let app = tauri::test::mock_builder().invoke_handler(handler()).build(tauri::test::mock_context(tauri::test::noop_assets())).unwrap();
+        app.manage(state);
+        app
+    }
+
+    fn invoke(app: &tauri::App<tauri::test::MockRuntime>, cmd: &str, body: serde_json::Value) -> Result<serde_json::Value, serde_json::Value> {
+        invoke_from(app, "tauri://localhost", cmd, body)
+    }
+
+    fn invoke_from(app: &tauri::App<tauri::test::MockRuntime>, origin: &str, cmd: &str, body: serde_json::Value) -> Result<serde_json::Value, serde_json::Value> {
+        let w = tauri::WebviewWindowBuilder::new(app, "main", Default::default()).build().or_else(|_| app.get_webview_window("main").ok_or(())).unwrap();
+        let req = tauri::webview::InvokeRequest {
+            cmd: cmd.into(),
+            callback: tauri::ipc::CallbackFn(0),
+            error: tauri::ipc::CallbackFn(1),
+            url: origin.parse().unwrap(),
+            body: tauri::ipc::InvokeBody::Json(body),
+            headers: Default::default(),
+            invoke_key: tauri::test::INVOKE_KEY.to_string(),
+        };
+        tauri::test::get_ipc_response(&w, req).map(|b| b.deserialize::<serde_json::Value>().unwrap())
+    }
+
+    /// Commands answer over IPC with the UI's shapes, and refusals are `{code, message, details}`.
+    #[test]
+    fn settings_and_errors_over_ipc() {
+        let d = tempfile::tempdir().unwrap();
+        let app = mock_app(d.path());
+        let s = invoke(&app, "get_settings", serde_json::json!({})).unwrap();
+        assert!(s["model_path"].as_str().unwrap().ends_with(models::TEST_MODEL_FILE), "{s}");
+        let info = invoke(&app, "app_info", serde_json::json!({})).unwrap();
+        assert!(info["notice"].as_str().unwrap().contains("small test model"), "{info}");
+
+        let mut bad = s.clone();
+        bad["context"] = 100.into();
+        let e = invoke(&app, "save_settings", serde_json::json!({ "settings": bad })).unwrap_err();
+        assert_eq!(e["code"], "invalid_settings");
+        assert!(e["details"]["fields"]["context"].as_str().unwrap().contains("at least 512"), "{e}");
+        assert!(!d.path().join("cfg/settings.json").exists(), "refused settings are not written");
+
+        let mut good = s.clone();
+        good["ratio"] = 0.5.into();
+        assert_eq!(invoke(&app, "save_settings", serde_json::json!({ "settings": good })).unwrap()["ratio"], 0.5);
+        assert_eq!(Settings::load(&d.path().join("cfg/settings.json")).unwrap().unwrap().ratio, 0.5);
+        // A fresh state reads what was saved.
+        let again = mock_app(d.path());
+        assert_eq!(invoke(&again, "get_settings", serde_json::json!({})).unwrap()["ratio"], 0.5);
+
+        assert_eq!(invoke(&app, "list_investigations", serde_json::json!({})).unwrap(), serde_json::json!([]));
+        assert_eq!(invoke(&app, "investigation_events", serde_json::json!({"id": 42})).unwrap_err()["code"], "not_found");
+        assert_eq!(invoke(&app, "stop_investigation", serde_json::json!({"id": 42})).unwrap_err()["code"], "not_found");
+        let e = invoke(&app, "approve_tool_call", serde_json::json!({"id": 1, "callId": "c", "argumentsHash": "h", "approved": true})).unwrap_err();
+        assert_eq!(e["code"], "not_found");
+        let models = invoke(&app, "list_models", serde_json::json!({})).unwrap();
+        assert_eq!(models[0]["name"], models::TEST_MODEL_FILE);
+        assert_eq!(invoke(&app, "pick_model_file", serde_json::json!({})).unwrap_err()["code"], "unsupported");
+        assert_eq!(invoke(&app, "export_benchmark", serde_json::json!({"runId": "x", "format": "json"})).unwrap_err()["code"], "not_found");
+    }
+
+    /// A page from another origin (a remote site the webview was sent to)
+    /// reaches no command: nothing grants remote origins.
+    #[test]
+    fn remote_origins_reach_no_command() {
+        let d = tempfile::tempdir().unwrap();
+        let app = mock_app(d.path());
+        for cmd in ["get_settings", "save_settings", "start_investigation"] {
+            let e = invoke_from(&app, "https://evil.example", cmd, serde_json::json!({})).unwrap_err();
+            assert!(e.as_str().unwrap_or_default().contains("not allowed"), "{cmd}: {e}");
+        }
+        assert!(invoke(&app, "get_settings", serde_json::json!({})).is_ok());
+    }
+
+    #[test]
+    fn bench_options_list_the_scenarios_and_conditions() {
+        let d = tempfile::tempdir().unwrap();
+        let app = mock_app(d.path());
+        let o = invoke(&app, "bench_options", serde_json::json!({})).unwrap();
+        assert_eq!(o["models"], serde_json::json!([models::TEST_MODEL_FILE]));
+        assert_eq!(o["conditions"], serde_json::json!(["full", "baseline", "masking", "v1", "v2", "v2.1"]));
+        let ids = strings(&o["scenarios"].as_array().unwrap().iter().map(|s| s["id"].clone()).collect::<Vec<_>>().into());
+        assert!(ids.contains(&"lookup-short".to_owned()), "{ids:?}");
+        assert!(o["scenarios"][0]["class"].is_string());
+        // A request the panel cannot make is refused with a clear message.
+        let req = serde_json::json!({"models": [models::TEST_MODEL_FILE], "scenarios": ["nope"], "conditions": ["v2"], "scorers": ["keyword"], "reps": 1});
+        let e = invoke(&app, "run_benchmark", serde_json::json!({"request": req, "onEvent": "__CHANNEL__:1"})).unwrap_err();
+        assert_eq!(e["code"], "bench", "{e}");
+    }
+}

@@ -1,0 +1,278 @@
+// Real-window test of the desktop app: the built Tauri binary (real shell,
+// real mf-agent loop, real SmolLM2 through llama.cpp) in WebKitGTK, driven
+// through tauri-driver + WebKitWebDriver by webdriverio. Run it under a
+// display (scripts/e2e-app.sh wraps it in xvfb-run + dbus-run-session).
+//
+// What it does, as a person would:
+//   1. investigation: SmolLM2 at context 1024 asks a JSON API this script
+//      serves on 127.0.0.1:18931 (the world and prompts of
+//      crates/mf-agent/tests/real.rs); the gauge moves, a compaction appears
+//      in the timeline, its ledger opens;
+//   2. history lists the run;
+//   3. benchmark: one short scenario, two conditions, keyword scorer, from the panel;
+//   4. settings: the shell's own validation message.
+// Screenshots go to $MF_SCREENSHOTS (default <repo>/artifacts/screenshots/app).
+//
+// Environment: MF_APP_BIN (the binary; default $CARGO_TARGET_DIR/debug/measured-forgetting),
+// MF_TAURI_DRIVER (default ~/.cache/measured-forgetting/tools/bin/tauri-driver).
+import { spawn, execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { connect } from 'node:net';
+import { homedir, tmpdir, availableParallelism } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { remote } from 'webdriverio';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = resolve(here, '../..');
+const target = process.env.CARGO_TARGET_DIR ?? join(repo, 'target');
+const bin = resolve(process.env.MF_APP_BIN ?? join(target, 'debug/measured-forgetting'));
+const driverBin = process.env.MF_TAURI_DRIVER ?? join(homedir(), '.cache/measured-forgetting/tools/bin/tauri-driver');
+const out = resolve(process.env.MF_SCREENSHOTS ?? join(repo, 'artifacts/screenshots/app'));
+const model = join(repo, 'models/SmolLM2-135M-Instruct.Q4_1.gguf');
+const PORT = 18931;
+const DRIVER_PORT = 4444;
+
+for (const [what, p] of [['app binary', bin], ['tauri-driver', driverBin], ['SmolLM2 test model', model]]) {
+  if (!existsSync(p)) {
+    console.error(`error: ${what} not found at ${p}`);
+    process.exit(2);
+  }
+}
+if (!process.env.DISPLAY && !process.env.WAYLAND_DISPLAY) {
+  console.error('error: no display; run scripts/e2e-app.sh (it starts Xvfb)');
+  process.exit(2);
+}
+mkdirSync(out, { recursive: true });
+
+// ------------------------------------------------------------ the JSON world
+// The same pages as crates/mf-agent/tests/real.rs: the model's behaviour
+// depends on the prompt's text, so the world, port and prompts match it.
+const disks = [];
+for (let i = 1; i <= 12; i++) {
+  const used = i === 7 ? 97 : 30 + ((i * 7) % 60);
+  const h = String(i).padStart(2, '0');
+  disks.push({ host: `web-${h}`, device: 'sda', used_pct: used, mount: '/var/cache/images', model: 'Samsung PM883 960GB', serial: `S4${String(i).padStart(4, '0')}XYZ` });
+}
+const pages = {
+  '/api/index.json': '{"endpoints": ["/api/disks.json", "/api/hosts/web-03.json", "/api/teams/storage.json"], "note": "Start with disks."}',
+  // serde_json writes object keys sorted; the Rust test's page is that serialisation.
+  '/api/disks.json': JSON.stringify({ disks: disks.map((d) => Object.fromEntries(Object.entries(d).sort(([a], [b]) => a.localeCompare(b)))) }),
+  '/api/hosts/web-03.json': '{"host": "web-03", "role": "image cache", "owner_team": "storage", "team_url": "/api/teams/storage.json", "rack": "B7"}',
+  '/api/teams/storage.json': '{"team": "storage", "lead": "Priya Raman", "oncall": "Tomas Berg"}',
+};
+const requested = [];
+const api = createServer((req, res) => {
+  requested.push(req.url);
+  const body = pages[req.url];
+  res.writeHead(body ? 200 : 404, { 'content-type': 'application/json', connection: 'close' });
+  res.end(body ?? '{"error": "no such endpoint"}');
+});
+await new Promise((ok, fail) => api.once('error', fail).listen(PORT, '127.0.0.1', ok));
+
+const SYSTEM =
+  'You investigate by calling tools. Call exactly one tool per reply, for example:\n```json\n{"name": "http", "arguments": {"url": "http://127.0.0.1:18931/api/index.json"}}\n```\nWhen you have the facts, answer in one sentence.';
+const QUESTION =
+  'First call the http tool with url http://127.0.0.1:18931/api/disks.json, then call the http tool with url http://127.0.0.1:18931/api/hosts/web-03.json, then say who owns web-03.';
+
+// ------------------------------------------------------------ app settings
+const scratch = mkdtempSync(join(tmpdir(), 'mf-app-e2e-'));
+const configDir = join(scratch, 'config');
+const home = join(scratch, 'home');
+mkdirSync(configDir, { recursive: true });
+writeFileSync(
+  join(configDir, 'settings.json'),
+  JSON.stringify(
+    {
+      model_path: model,
+      context: 1024,
+      reserve: 128,
+      ratio: 0.9,
+      recent: 2,
+      strategy: 'v2',
+      gamma: 1.5,
+      threads: availableParallelism(),
+      gpu: false,
+      thinking: false,
+      tool_approvals: { files: 'allow', http_get: 'allow', http_write: 'ask', code: 'ask' },
+      workspace_roots: [],
+      allowed_hosts: [`127.0.0.1:${PORT}`],
+      system_prompt: SYSTEM,
+      max_result_chars: 250,
+    },
+    null,
+    2,
+  ),
+);
+
+// ------------------------------------------------------------ driver + session
+const env = { ...process.env, MF_CONFIG_DIR: configDir, MF_HOME: home, MF_ROOT: repo };
+const driver = spawn(driverBin, ['--port', String(DRIVER_PORT)], { env, stdio: ['ignore', 'inherit', 'inherit'] });
+const portOpen = (port) =>
+  new Promise((ok) => {
+    const s = connect(port, '127.0.0.1');
+    s.once('connect', () => (s.destroy(), ok(true)));
+    s.once('error', () => ok(false));
+  });
+for (let i = 0; i < 100 && !(await portOpen(DRIVER_PORT)); i++) await new Promise((r) => setTimeout(r, 100));
+
+let failures = 0;
+function check(cond, what) {
+  console.log(`  ${cond ? 'ok  ' : 'FAIL'} ${what}`);
+  if (!cond) failures += 1;
+}
+
+const t0 = Date.now();
+const secs = () => ((Date.now() - t0) / 1000).toFixed(1);
+let browser;
+try {
+  browser = await remote({
+    hostname: '127.0.0.1',
+    port: DRIVER_PORT,
+    logLevel: 'error',
+    connectionRetryCount: 1,
+    capabilities: { 'wdio:enforceWebDriverClassic': true, 'tauri:options': { application: bin } },
+  });
+  const b = browser;
+  const shot = async (name) => {
+    const path = join(out, `${name}.png`);
+    try {
+      await b.saveScreenshot(path);
+    } catch {
+      execFileSync('import', ['-window', 'root', path]);
+    }
+    console.log(`  shot ${path}`);
+  };
+  const text = async (sel) => ((await (await b.$(sel)).isExisting()) ? (await b.$(sel)).getText() : '');
+  const num = (s) => Number(String(s).replace(/[^0-9]/g, '')) || 0;
+  const tab = async (label) => (await (await b.$('nav')).$(`button=${label}`)).click();
+
+  console.log(`app started (${secs()} s)`);
+  const notice = await b.$('[data-testid="notice"]');
+  await notice.waitForExist({ timeout: 20000 });
+  check((await notice.getText()).includes('small test model'), 'the banner says the small test model is in use');
+
+  // ---------------------------------------------------------- investigation
+  console.log('investigation');
+  await (await b.$('textarea[aria-label="Question"]')).setValue(QUESTION);
+  await (await b.$('button=Investigate')).click();
+  await (await b.$('[data-testid="started"]')).waitForExist({ timeout: 60000 });
+  check((await text('[data-testid="started"]')).includes('context 1,024') || (await text('[data-testid="started"]')).includes('context 1024'), `started at C = 1024: ${await text('[data-testid="started"]')}`);
+  const prompts = [num(await text('[data-testid="count-prompt"]'))];
+  let sawCompacting = false;
+  // Until the first compaction has finished (or the loop ends by itself);
+  // then Stop: the rest of the run is not what this test is about.
+  const deadline = Date.now() + 300000;
+  const compacted = async () => (await b.$('[data-testid="compaction-tokens"]')).isExisting();
+  const ended = async () => (await b.$('[data-testid="exit"]')).isExisting();
+  while (Date.now() < deadline) {
+    const p = num(await text('[data-testid="count-prompt"]'));
+    if (p !== prompts[prompts.length - 1]) prompts.push(p);
+    if (!sawCompacting && (await text('[data-testid="forecast"]')).includes('Compacting now')) {
+      sawCompacting = true;
+      await shot('02-gauge-compacting');
+    }
+    if ((await compacted()) || (await ended())) break;
+    await b.pause(150);
+  }
+  const p = num(await text('[data-testid="count-prompt"]'));
+  if (p !== prompts[prompts.length - 1]) prompts.push(p);
+  console.log(`  prompt tokens seen: ${prompts.join(' → ')} (${secs()} s)`);
+  check(sawCompacting, 'the gauge said "Compacting now" while the compaction ran');
+  if (!(await ended())) {
+    await (await b.$('button=Stop')).click();
+    await (await b.$('[data-testid="exit"]')).waitForExist({ timeout: 120000 });
+  }
+  check(await ended(), `the investigation ended (Stop): ${await text('[data-testid="exit"]')}`);
+  check(prompts.length >= 3, 'the gauge moved (the prompt size changed at least twice)');
+  check(requested.includes('/api/disks.json'), `the model fetched the disks from the loopback API (requests: ${requested.join(', ')})`);
+  const compactions = await b.$$('[data-testid="compaction"]');
+  check(compactions.length >= 1, `a compaction is in the timeline (${compactions.length})`);
+  check(num(await text('[data-testid="count-context"]')) === 1024, 'the gauge shows C = 1024');
+  await shot('01-investigation');
+
+  if (compactions.length >= 1) {
+    const tokens = await text('[data-testid="compaction-tokens"]');
+    const [before, after] = tokens.split('→').map(num);
+    check(after < before, `the compaction shrank the prompt: ${tokens}`);
+    await (await compactions[0].$('button')).click();
+    const ledger = await b.$('[aria-label="Compaction ledger"]');
+    await ledger.waitForExist({ timeout: 10000 });
+    const rows = await b.$$('[data-testid="ledger-row"]');
+    const fates = [];
+    for (const r of rows) fates.push(await (await r.$('[data-testid="fate"]')).getText());
+    check(rows.length >= 3, `the ledger lists the compressed messages (${rows.length} rows)`);
+    check(fates.includes('kept') && fates.some((f) => f === 'summarised' || f === 'dropped'), `fates: ${fates.join(', ')}`);
+    await (await b.$('[data-testid="ledger-summary"]')).scrollIntoView();
+    await shot('03-ledger');
+    // The loop has stopped: the compaction can be undone (history and KV cache restored by mf-agent).
+    const undo = await b.$('button=Undo this compaction');
+    await undo.waitForEnabled({ timeout: 10000 });
+    await undo.click();
+    await (await b.$('button=Restored')).waitForExist({ timeout: 60000 });
+    check(true, 'undo of the compaction was accepted by the shell');
+  }
+
+  // ---------------------------------------------------------- history
+  console.log('history');
+  await tab('History');
+  await (await b.$('[data-testid="history-row"]')).waitForExist({ timeout: 10000 });
+  check((await text('[data-testid="history-row"]')).includes('First call the http tool'), 'history lists the stored investigation');
+
+  // ---------------------------------------------------------- benchmark
+  console.log(`benchmark (${secs()} s)`);
+  await tab('Benchmark');
+  await (await b.$('button=Run benchmark')).waitForExist({ timeout: 20000 });
+  const want = {
+    'SmolLM2-135M-Instruct.Q4_1.gguf': true,
+    'gemma-3-270m-q4_k_m.gguf': false,
+    'lookup-short': true,
+    baseline: true,
+    v2: true,
+    keyword: true,
+    judge: false,
+  };
+  for (const box of await b.$$('section[aria-label="Benchmark"] input[type="checkbox"]')) {
+    const v = await box.getAttribute('value');
+    const on = want[v] === true;
+    if ((await box.isSelected()) !== on) await box.click();
+  }
+  await (await b.$('button=Run benchmark')).click();
+  const result = await b.$('[data-testid="bench-result"]');
+  await result.waitForExist({ timeout: 300000, interval: 500 });
+  check((await text('[data-testid="bench-progress"]')).startsWith('2 / 2'), `progress reached the end: ${await text('[data-testid="bench-progress"]')}`);
+  const condRows = await b.$$('[data-testid="bench-conditions"] tbody tr');
+  check(condRows.length === 2, `results for 2 conditions (${condRows.length})`);
+  await (await b.$('button=Export JSON')).click();
+  await (await b.$('[data-testid="exported"]')).waitForExist({ timeout: 10000 });
+  const exported = (await text('[data-testid="exported"]')).replace('Written to ', '');
+  const results = JSON.parse(readFileSync(exported, 'utf8'));
+  check(Array.isArray(results) && results.length === 1 && results[0].scores.length > 0, `export wrote the results JSON (${exported})`);
+  await shot('04-benchmark');
+  console.log(`  benchmark done (${secs()} s)`);
+
+  // ---------------------------------------------------------- settings
+  console.log('settings');
+  await tab('Settings');
+  const area = await b.$('//label[contains(., "Workspace roots")]/textarea');
+  await area.setValue('/definitely/not/here');
+  await (await b.$('button=Save')).click();
+  const msg = await b.$('[data-field="workspace_roots"]');
+  await msg.waitForExist({ timeout: 10000 });
+  check((await msg.getText()).includes('is not a folder'), `the shell's own validation message shows: ${await msg.getText()}`);
+  await shot('05-settings');
+} catch (e) {
+  failures += 1;
+  console.log(`  FAIL ${e?.stack ?? e}`);
+  try {
+    execFileSync('import', ['-window', 'root', join(out, 'failure.png')]);
+  } catch {}
+} finally {
+  if (browser) await browser.deleteSession().catch(() => {});
+  driver.kill();
+  api.close();
+  rmSync(scratch, { recursive: true, force: true });
+}
+console.log(`${failures === 0 ? 'all checks passed' : `${failures} check(s) failed`} in ${secs()} s`);
+process.exit(failures === 0 ? 0 : 1);
