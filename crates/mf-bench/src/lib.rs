@@ -10,8 +10,11 @@
 //! answers with [`keyword`] and the model [`judge`], beside the judge's
 //! control brackets. [`results`] holds the per-model JSON, [`report`] renders
 //! it as Markdown or a terminal table, and [`schema`] checks a results file
-//! against `schema/results.schema.json`.
+//! against `schema/results.schema.json`. [`agentic`] runs the real
+//! `mf-agent` loop per strategy against live JSON worlds served on
+//! 127.0.0.1 (`scenarios/agentic/`).
 
+pub mod agentic;
 pub mod condition;
 pub mod error;
 pub mod judge;
@@ -27,4 +30,4 @@ pub use condition::Condition;
 pub use error::{BenchError, Result};
 pub use model::Model;
 pub use results::ModelResult;
-pub use run::{RunConfig, Scorers, run_suite};
+pub use run::{RunConfig, Scorers, Worker, run_suite, run_suite_parallel};

@@ -43,6 +43,11 @@ pub struct ScoreRow {
     pub thinking_tokens: u32,
     /// Whether the answer was asked again because the first came back empty with its budget spent.
     pub retried: bool,
+    /// When this condition's compacted context was identical, message for
+    /// message, to an earlier condition's, that condition: the answer was
+    /// asked once (same prompt, seed and sampling) and is reused here.
+    #[serde(default)]
+    pub shared_from: Option<String>,
 }
 
 /// A control answer's grades.
@@ -179,6 +184,18 @@ pub struct Speed {
     pub probe_prefill_ratio: Option<f64>,
     /// Every call: decoded ÷ prompt tokens.
     pub total_prefill_ratio: Option<f64>,
+    /// Probe answers reused because two conditions gave identical contexts.
+    #[serde(default)]
+    pub answers_shared: usize,
+    /// Judge grades reused for an answer already graded on the same probe.
+    #[serde(default)]
+    pub grades_shared: usize,
+    /// Workers that ran scenarios side by side (each its own model session).
+    #[serde(default)]
+    pub workers: usize,
+    /// CPU threads per worker (llama.cpp), when known.
+    #[serde(default)]
+    pub threads_per_worker: Option<i32>,
 }
 
 /// The run's settings, for reproduction.
@@ -210,6 +227,9 @@ pub struct Settings {
     pub judge_model: Option<String>,
     /// v2.1 evaluator recap limit.
     pub evaluator_max_tokens: u32,
+    /// Summary pass limit (METHOD.md §2: 256).
+    #[serde(default)]
+    pub summary_max_tokens: Option<u32>,
     /// Scenario directory.
     pub scenarios_dir: String,
     /// Scenarios run.
@@ -374,6 +394,7 @@ mod tests {
             completion_tokens: 3,
             thinking_tokens: 0,
             retried: false,
+            shared_from: None,
         }
     }
 

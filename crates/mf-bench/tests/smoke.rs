@@ -1,5 +1,7 @@
-//! CI smoke run: three short scenarios on SmolLM2-135M (embedded llama.cpp),
-//! every condition, both scorers, checked end to end against the schema.
+//! CI smoke runs on SmolLM2-135M (embedded llama.cpp): three short scenarios,
+//! every condition, both scorers, checked end to end against the schema; and
+//! a tiny live agentic run (one world, two strategies, a small context).
+//! Both run in one test binary (one link), side by side on the CI's cores.
 //! Skipped with a note when the model file is absent (`make models` fetches it).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -7,7 +9,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use mf_bench::{Condition, Model, RunConfig, Scorers, load, report, run_suite, schema};
+use mf_bench::agentic::{self, AgenticConfig, AgenticStrategy};
+use mf_bench::{Condition, Model, RunConfig, Scorers, Worker, load, report, run_suite_parallel, schema};
 use mf_inference::{LlamaConfig, LlamaSession};
 
 fn root() -> PathBuf {
@@ -27,8 +30,14 @@ fn smoke_three_scenarios_smollm2_both_scorers() {
     )
     .unwrap();
     assert_eq!(scenarios.len(), 3);
-    let session = LlamaSession::load(LlamaConfig::new(&path).with_n_ctx(2048)).unwrap();
-    let model = Model::llama(Arc::new(session)).unwrap();
+    // Two one-thread sessions side by side (the CLI's default on 2 cores).
+    let workers: Vec<Worker> = (0..2)
+        .map(|_| {
+            let mut cfg = LlamaConfig::new(&path).with_n_ctx(2048);
+            cfg.n_threads = Some(1);
+            Worker { model: Model::llama(Arc::new(LlamaSession::load(cfg).unwrap())).unwrap(), judge: None }
+        })
+        .collect();
     // Shorter summaries than the method's 256 tokens keep CI in minutes on 2 cores.
     let mut plan = mf_forgetting::PlanConfig::default();
     plan.sampling.max_tokens = 96;
@@ -42,7 +51,16 @@ fn smoke_three_scenarios_smollm2_both_scorers() {
         ..RunConfig::default()
     };
     let mut steps = Vec::new();
-    let r = run_suite(&model, None, &scenarios, &cfg, &mut |p| steps.push((p.done, p.total))).unwrap();
+    let r = run_suite_parallel(workers, &scenarios, &cfg, &mut |p| steps.push((p.done, p.total))).unwrap();
+    assert_eq!(r.speed.workers, 2);
+    // Results come back in file order whatever worker ran what.
+    let order: Vec<&str> = r.compactions.iter().filter(|c| c.condition == "full").map(|c| c.scenario.as_str()).collect();
+    assert_eq!(order, ["contradiction-short", "lookup-short", "temporal-short"]);
+    // An answer is shared only between conditions whose contexts are identical.
+    for s in r.scores.iter().filter(|s| s.shared_from.is_some()) {
+        let before = |c: &str| r.compactions.iter().find(|x| x.scenario == s.scenario && x.condition == c).map(|x| x.tokens_after);
+        assert_eq!(before(&s.condition), before(s.shared_from.as_deref().unwrap()), "{s:?}");
+    }
 
     // Every scenario × probe × condition answered and graded.
     assert_eq!(steps.len(), 18);
@@ -81,5 +99,80 @@ fn smoke_three_scenarios_smollm2_both_scorers() {
 
     let md = report::markdown(std::slice::from_ref(&r));
     assert!(md.contains("| v2.1 |") && md.contains("Control brackets"), "{md}");
+    eprintln!("{md}");
+}
+
+#[test]
+fn agentic_tiny_run_smollm2_two_strategies() {
+    let path = root().join("models/SmolLM2-135M-Instruct.Q4_1.gguf");
+    if !path.exists() {
+        eprintln!("skipped: {} is missing (run `make models`)", path.display());
+        return;
+    }
+    let worlds = agentic::load_worlds(&root().join("scenarios/agentic"), &["runbook-disk".to_owned()]).unwrap();
+    assert_eq!(worlds.len(), 1);
+    let mut lc = LlamaConfig::new(&path).with_n_ctx(1024);
+    lc.n_threads = Some(1);
+    let session = Arc::new(LlamaSession::load(lc).unwrap());
+    // A small context so that v2 compacts within a few rounds; a port of its own (the CLI's is 18940).
+    let cfg = AgenticConfig {
+        strategies: vec![AgenticStrategy::None, AgenticStrategy::V2],
+        reserve: 128,
+        max_result_chars: 250,
+        summary_max_tokens: 96,
+        max_rounds: 4,
+        port: 18941,
+        ..AgenticConfig::default()
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let mut runs = Vec::new();
+    for &s in &cfg.strategies {
+        let r = rt.block_on(agentic::run_world(session.clone(), &worlds[0].world, s, &cfg)).unwrap();
+        eprintln!("{} · {}: {} rounds, {} compactions, exit {}, answer {:?}", r.world, r.strategy, r.rounds, r.compactions, r.exit, r.answer);
+        runs.push(r);
+    }
+    let (none, v2) = (&runs[0], &runs[1]);
+    // The loop really ran, and every run ended with a reason. (Whether SmolLM2
+    // manages a well-formed call is the model's business, not the harness's:
+    // the server itself is tested in the unit tests.)
+    assert!(runs.iter().all(|r| r.rounds >= 1 && !r.exit.is_empty() && r.endpoints_total == 8));
+    assert!(runs.iter().all(|r| r.endpoints_fetched <= r.requests.len() && r.tool_errors <= r.rounds));
+    assert!(runs.iter().all(|r| r.prompt_tokens >= r.decoded_tokens && r.prompt_tokens > 0));
+    // `none` never compacts; no run ever sent more than the window.
+    assert_eq!(none.compactions, 0);
+    assert!(runs.iter().all(|r| r.max_prompt_tokens + 128 <= 1024), "{runs:?}");
+    assert!(v2.rounds <= 4 && none.rounds <= 4);
+    // Facts and confabulation are consistent with the probes.
+    for r in &runs {
+        assert_eq!(r.probes.len(), 4);
+        assert_eq!(r.facts_held, r.probes.iter().filter(|p| p.score == 3).count());
+        assert_eq!(r.confabulated, r.answer.is_some() && (r.probes.iter().any(|p| !p.wrong_found.is_empty()) || !r.unsupported_numbers.is_empty()));
+    }
+    let result = agentic::AgenticResult {
+        model: "SmolLM2".into(),
+        summary: agentic::summarise(&runs, &cfg.strategies),
+        runs: runs.clone(),
+        settings: agentic::AgenticSettings {
+            backend: "llama.cpp".into(),
+            n_ctx: 1024,
+            reserve: 128,
+            ratio: 0.75,
+            threshold: 672,
+            max_result_chars: 250,
+            summary_max_tokens: 96,
+            max_rounds: 4,
+            sampling: "greedy".into(),
+            worlds: vec!["runbook-disk".into()],
+            worlds_dir: "scenarios/agentic".into(),
+        },
+        wall_s: 1.0,
+    };
+    assert_eq!(result.summary[1].compactions_mean, f64::from(v2.compactions));
+    let mut doc = serde_json::to_value(vec![result.clone()]).unwrap();
+    agentic::validate_agentic(&doc).unwrap();
+    doc[0]["runs"][0]["strategy"] = serde_json::json!("v3");
+    assert!(agentic::validate_agentic(&doc).unwrap_err().to_string().contains("$[0].runs[0].strategy"));
+    let md = agentic::markdown(&[result]);
+    assert!(md.contains("| none |") && md.contains("| v2 |"), "{md}");
     eprintln!("{md}");
 }

@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
-use mf_bench::{Condition, Model, ModelResult, RunConfig, Scorers, load, report, run_suite, schema};
+use mf_bench::agentic::{self, AgenticConfig, AgenticResult, AgenticStrategy};
+use mf_bench::run::{Worker, run_suite_parallel};
+use mf_bench::{Condition, Model, ModelResult, RunConfig, Scorers, load, report, schema};
 use mf_forgetting::Budget;
 use mf_inference::{LlamaConfig, LlamaSession, OllamaBackend, OpenAiBackend};
 
@@ -37,6 +39,55 @@ enum Command {
         /// The results file.
         file: PathBuf,
     },
+    /// Live agentic worlds: the real mf-agent loop, once per strategy, against
+    /// a deterministic JSON API served on 127.0.0.1 by this harness.
+    Agentic(AgenticArgs),
+}
+
+#[derive(Debug, Args)]
+struct AgenticArgs {
+    /// A GGUF file run in-process (llama.cpp).
+    #[arg(long)]
+    model: PathBuf,
+    /// World directory.
+    #[arg(long, default_value = "scenarios/agentic")]
+    worlds: PathBuf,
+    /// Only worlds whose id contains one of these (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    filter: Vec<String>,
+    /// Strategies, comma-separated: none, cap5 (no compaction, 5 rounds at most), v1, v2, v2.1, or all.
+    #[arg(long, default_value = "all")]
+    strategies: String,
+    /// Context window C (small, so that the context fills within a few rounds).
+    #[arg(long, default_value_t = 2048)]
+    n_ctx: u32,
+    /// Generation reserve G (also the longest reply).
+    #[arg(long, default_value_t = 192)]
+    reserve: u32,
+    /// Compaction trigger ratio of C − G.
+    #[arg(long, default_value_t = 0.75)]
+    ratio: f64,
+    /// Tool results are cut to this many characters.
+    #[arg(long, default_value_t = 700)]
+    max_result_chars: usize,
+    /// Summary pass limit in tokens.
+    #[arg(long, default_value_t = 160)]
+    summary_tokens: u32,
+    /// Bound on rounds for every strategy (cap5 uses 5), so a run always ends.
+    #[arg(long, default_value_t = 16)]
+    max_rounds: u32,
+    /// Loopback port the worlds are served on (part of the prompt: keep it fixed to compare runs).
+    #[arg(long, default_value_t = 18940)]
+    port: u16,
+    /// CPU threads (llama.cpp; default all).
+    #[arg(long)]
+    threads: Option<i32>,
+    /// Print the results as JSON instead of tables.
+    #[arg(long)]
+    json: bool,
+    /// Also write the JSON results to this file.
+    #[arg(long)]
+    out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -77,18 +128,32 @@ struct RunArgs {
     /// Model context window (llama.cpp); long scenarios need ~5k tokens uncompressed.
     #[arg(long, default_value_t = 8192)]
     n_ctx: u32,
-    /// CPU threads (llama.cpp; default all).
+    /// CPU threads in all (llama.cpp; default: all cores), shared out among the workers.
     #[arg(long)]
     threads: Option<i32>,
+    /// Model sessions that run scenarios side by side, each with its own KV
+    /// cache and `threads / workers` threads (default: 2 when there are 2+
+    /// threads, else 1). A small model decodes faster as two one-thread
+    /// sessions than as one two-thread session. Each worker loads its own
+    /// copy of the model (and of the judge model).
+    #[arg(long)]
+    workers: Option<usize>,
     /// Compaction budget: context C.
     #[arg(long, default_value_t = 4608)]
     budget_context: usize,
     /// Compaction budget: generation reserve G.
     #[arg(long, default_value_t = 512)]
     budget_reserve: usize,
-    /// Probe answer limit in tokens.
-    #[arg(long, default_value_t = 160)]
+    /// Probe answer limit in tokens (answers are asked to be concise; an
+    /// empty answer that spent it is asked again with twice the limit).
+    #[arg(long, default_value_t = 96)]
     answer_tokens: u32,
+    /// v2.1: length of the model's recap that the withholding test compares, in tokens.
+    #[arg(long, default_value_t = 32)]
+    evaluator_tokens: u32,
+    /// Summary pass limit in tokens (METHOD.md §2: 256).
+    #[arg(long, default_value_t = 256)]
+    summary_tokens: u32,
     /// Print the results as JSON (an array with one object per model) instead of tables.
     #[arg(long)]
     json: bool,
@@ -108,7 +173,7 @@ struct ModelSpec {
 }
 
 fn main() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,llama_cpp_2=off"));
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,llama_cpp_2=off,mf_tools::registry=error"));
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
     let cli = Cli::parse();
     let code = match run(cli) {
@@ -125,40 +190,145 @@ fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Some(Command::Report { files }) => {
             for file in files {
-                let results = read_results(&file)?;
-                print!("{}", report::markdown(&results));
+                match read_any(&file)? {
+                    Results::Suite(r) => print!("{}", report::markdown(&r)),
+                    Results::Agentic(r) => print!("{}", agentic::markdown(&r)),
+                }
             }
             Ok(())
         }
         Some(Command::Validate { file }) => {
-            read_results(&file)?;
+            read_any(&file)?;
             println!("{}: valid", file.display());
             Ok(())
         }
+        Some(Command::Agentic(a)) => run_agentic(a),
         None => bench(cli.run),
     }
 }
 
-fn read_results(file: &Path) -> Result<Vec<ModelResult>> {
-    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
-    let v: serde_json::Value = serde_json::from_str(&text).with_context(|| format!("{} is not JSON", file.display()))?;
-    schema::validate_results(&v).with_context(|| format!("{}", file.display()))?;
-    Ok(serde_json::from_value(v)?)
+enum Results {
+    Suite(Vec<ModelResult>),
+    Agentic(Vec<AgenticResult>),
 }
 
-fn load_model(spec: &ModelSpec, a: &RunArgs) -> Result<Model> {
-    match (&spec.ollama, &spec.openai) {
-        (Some(url), _) => Ok(Model::new(Arc::new(OllamaBackend::new(url, &spec.model, a.n_ctx)?))?),
-        (None, Some(url)) => Ok(Model::new(Arc::new(OpenAiBackend::new(url, &spec.model, std::env::var("OPENAI_API_KEY").ok(), a.n_ctx)?))?),
-        (None, None) => load_gguf(Path::new(&spec.model), a),
+/// Reads a results file of either kind (agentic results hold `runs`), checked against its schema.
+fn read_any(file: &Path) -> Result<Results> {
+    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let v: serde_json::Value = serde_json::from_str(&text).with_context(|| format!("{} is not JSON", file.display()))?;
+    let agentic = v.as_array().and_then(|a| a.first()).is_some_and(|o| o.get("runs").is_some());
+    if agentic {
+        agentic::validate_agentic(&v).with_context(|| format!("{}", file.display()))?;
+        Ok(Results::Agentic(serde_json::from_value(v)?))
+    } else {
+        schema::validate_results(&v).with_context(|| format!("{}", file.display()))?;
+        Ok(Results::Suite(serde_json::from_value(v)?))
     }
 }
 
-fn load_gguf(path: &Path, a: &RunArgs) -> Result<Model> {
+fn run_agentic(a: AgenticArgs) -> Result<()> {
+    let worlds = agentic::load_worlds(&a.worlds, &a.filter)?;
+    let cfg = AgenticConfig {
+        strategies: AgenticStrategy::parse_list(&a.strategies)?,
+        reserve: a.reserve,
+        ratio: a.ratio,
+        max_result_chars: a.max_result_chars,
+        summary_max_tokens: a.summary_tokens,
+        max_rounds: a.max_rounds,
+        port: a.port,
+    };
+    if a.threads.is_some_and(|t| t < 1) {
+        bail!("--threads must be at least 1");
+    }
+    let mut lc = LlamaConfig::new(&a.model).with_n_ctx(a.n_ctx);
+    lc.n_threads = a.threads;
+    let session = Arc::new(LlamaSession::load(lc).with_context(|| format!("cannot load {}", a.model.display()))?);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let t0 = std::time::Instant::now();
+    let mut runs = Vec::new();
+    for lw in &worlds {
+        for &s in &cfg.strategies {
+            let backend: Arc<dyn mf_inference::Backend> = session.clone();
+            let r = rt.block_on(agentic::run_world(backend, &lw.world, s, &cfg))?;
+            eprintln!(
+                "[{:>6.0} s] {} · {}: {} rounds, {} compactions, exit {}, facts {}/{}{}",
+                t0.elapsed().as_secs_f64(),
+                r.world,
+                r.strategy,
+                r.rounds,
+                r.compactions,
+                r.exit,
+                r.facts_held,
+                r.probes.len(),
+                if r.confabulated { ", confabulated" } else { "" }
+            );
+            runs.push(r);
+        }
+    }
+    let info = mf_inference::Backend::model_info(session.as_ref());
+    let threshold = (a.ratio * f64::from(a.n_ctx.saturating_sub(a.reserve))).floor() as u32;
+    let result = AgenticResult {
+        model: info.name.clone(),
+        summary: agentic::summarise(&runs, &cfg.strategies),
+        runs,
+        settings: agentic::AgenticSettings {
+            backend: info.backend.clone(),
+            n_ctx: info.context_size,
+            reserve: a.reserve,
+            ratio: a.ratio,
+            threshold,
+            max_result_chars: a.max_result_chars,
+            summary_max_tokens: a.summary_tokens,
+            max_rounds: a.max_rounds,
+            sampling: "greedy, thinking off".to_owned(),
+            worlds: worlds.iter().map(|w| w.world.id.clone()).collect(),
+            worlds_dir: a.worlds.display().to_string(),
+        },
+        wall_s: t0.elapsed().as_secs_f64(),
+    };
+    let all = vec![result];
+    let json = serde_json::to_string_pretty(&all)?;
+    agentic::validate_agentic(&serde_json::from_str(&json)?)?;
+    if let Some(out) = &a.out {
+        std::fs::write(out, &json).with_context(|| format!("cannot write {}", out.display()))?;
+    }
+    if a.json {
+        println!("{json}");
+    } else {
+        print!("{}", agentic::markdown(&all));
+    }
+    Ok(())
+}
+
+fn load_model(spec: &ModelSpec, a: &RunArgs, threads: Option<i32>) -> Result<Model> {
+    match (&spec.ollama, &spec.openai) {
+        (Some(url), _) => Ok(Model::new(Arc::new(OllamaBackend::new(url, &spec.model, a.n_ctx)?))?),
+        (None, Some(url)) => Ok(Model::new(Arc::new(OpenAiBackend::new(url, &spec.model, std::env::var("OPENAI_API_KEY").ok(), a.n_ctx)?))?),
+        (None, None) => load_gguf(Path::new(&spec.model), a, threads),
+    }
+}
+
+fn load_gguf(path: &Path, a: &RunArgs, threads: Option<i32>) -> Result<Model> {
     let mut cfg = LlamaConfig::new(path).with_n_ctx(a.n_ctx);
-    cfg.n_threads = a.threads;
+    cfg.n_threads = threads;
     let s = LlamaSession::load(cfg).with_context(|| format!("cannot load {}", path.display()))?;
     Ok(Model::llama(Arc::new(s))?)
+}
+
+/// Workers and threads per worker from `--workers` / `--threads`.
+fn split_threads(a: &RunArgs) -> Result<(usize, i32)> {
+    let total = match a.threads {
+        Some(t) if t < 1 => bail!("--threads must be at least 1"),
+        Some(t) => t,
+        None => std::thread::available_parallelism().map_or(1, |n| i32::try_from(n.get()).unwrap_or(1)),
+    };
+    let workers = match a.workers {
+        Some(0) => bail!("--workers must be at least 1"),
+        Some(w) => w,
+        None => if total >= 2 { 2 } else { 1 },
+    };
+    let per = (total / i32::try_from(workers).unwrap_or(i32::MAX)).max(1);
+    Ok((workers, per))
 }
 
 fn bench(a: RunArgs) -> Result<()> {
@@ -180,28 +350,49 @@ fn bench(a: RunArgs) -> Result<()> {
         reps: a.reps,
         budget: Budget { context: a.budget_context, reserve: a.budget_reserve, ..Budget::default() },
         answer_max_tokens: a.answer_tokens,
+        evaluator_max_tokens: a.evaluator_tokens,
+        plan: {
+            let mut p = mf_forgetting::PlanConfig::default();
+            p.sampling.max_tokens = a.summary_tokens;
+            p
+        },
         scenarios_dir: a.scenarios.display().to_string(),
         ..RunConfig::default()
     };
-    let judge = match &a.judge_model {
-        Some(p) if cfg.scorers.judge => Some(load_gguf(p, &a)?),
-        _ => None,
-    };
+    let (n_workers, per_worker) = split_threads(&a)?;
     let mut all = Vec::new();
     for spec in &specs {
-        let model = load_model(spec, &a)?;
+        let mut workers = Vec::new();
+        for _ in 0..n_workers {
+            let model = load_model(spec, &a, Some(per_worker))?;
+            let judge = match &a.judge_model {
+                Some(p) if cfg.scorers.judge => Some(load_gguf(p, &a, Some(per_worker))?),
+                _ => None,
+            };
+            workers.push(Worker { model, judge });
+        }
+        let name = workers[0].model.info().name.clone();
+        let local = workers[0].model.reports_kv;
         let bar = indicatif::ProgressBar::new(0);
         bar.set_style(
             indicatif::ProgressStyle::with_template("{prefix} [{elapsed_precise}] {wide_bar} {pos}/{len} {msg}")
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
-        bar.set_prefix(model.info().name.clone());
+        bar.set_prefix(name);
+        let started = std::time::Instant::now();
         let mut on_progress = |p: mf_bench::run::Progress| {
+            // Without a terminal (a log file) the bar is hidden: print one line per step instead.
+            if bar.is_hidden() {
+                eprintln!("[{:>6.0} s] {}/{} {}", started.elapsed().as_secs_f64(), p.done, p.total, p.label);
+            }
             bar.set_length(p.total);
             bar.set_position(p.done);
             bar.set_message(p.label);
         };
-        let r = run_suite(&model, judge.as_ref(), &scenarios, &cfg, &mut on_progress)?;
+        let mut r = run_suite_parallel(workers, &scenarios, &cfg, &mut on_progress)?;
+        if local {
+            r.speed.threads_per_worker = Some(per_worker);
+        }
         bar.finish_and_clear();
         if !a.json {
             print!("{}", report::markdown(std::slice::from_ref(&r)));
