@@ -348,6 +348,90 @@ pub fn cells(rows: &[ScoreRow]) -> Vec<Cell> {
     out
 }
 
+/// Per-condition summaries (in `conditions` order) over rows and compactions.
+pub fn condition_summaries(conditions: &[&str], rows: &[ScoreRow], comps: &[CompactionRow], judged: bool) -> Vec<ConditionSummary> {
+    conditions
+        .iter()
+        .map(|&name| {
+            let rs: Vec<&ScoreRow> = rows.iter().filter(|r| r.condition == name).collect();
+            let failures = comps.iter().filter(|r| r.condition == name && r.error.is_some()).count();
+            let cs: Vec<&CompactionRow> = comps.iter().filter(|r| r.condition == name && r.error.is_none()).collect();
+            let kw: Vec<(u32, f64)> = rs.iter().map(|r| (r.rep, f64::from(r.score))).collect();
+            let j: Vec<(u32, f64)> = rs.iter().filter_map(|r| r.judge.map(|s| (r.rep, f64::from(s)))).collect();
+            let n = cs.len().max(1) as f64;
+            ConditionSummary {
+                condition: name.to_owned(),
+                keyword: stat(&kw).unwrap_or(Stat { mean: 0.0, sd: 0.0, min: 0.0, n: 0 }),
+                judge: if judged { stat(&j) } else { None },
+                tokens_before: cs.iter().map(|r| r.tokens_before as f64).sum::<f64>() / n,
+                tokens_after: cs.iter().map(|r| r.tokens_after as f64).sum::<f64>() / n,
+                fallbacks: cs.iter().filter(|r| r.fallback.is_some()).count(),
+                empty_answers: rs.iter().filter(|r| r.answer.is_empty() && r.stop_reason != "compaction_failed").count(),
+                compaction_failures: failures,
+            }
+        })
+        .collect()
+}
+
+/// Merges results of one model run over disjoint scenario sets (e.g. the
+/// short, medium and long scenarios run one after the other) into one, with
+/// every aggregate recomputed from the rows. Wall times and call figures add
+/// up; the settings must agree except for the scenario list.
+///
+/// # Errors
+/// Nothing to merge, different models, or settings that differ.
+pub fn merge(parts: Vec<ModelResult>) -> Result<ModelResult, String> {
+    let mut it = parts.into_iter();
+    let Some(mut m) = it.next() else { return Err("nothing to merge".to_owned()) };
+    for p in it {
+        if p.model != m.model {
+            return Err(format!("cannot merge results of {} with {}", p.model, m.model));
+        }
+        let mut a = p.settings.clone();
+        let mut b = m.settings.clone();
+        a.scenarios.clear();
+        b.scenarios.clear();
+        if a != b {
+            return Err(format!("{}: the runs' settings differ ({a:?} vs {b:?})", m.model));
+        }
+        if p.settings.scenarios.iter().any(|s| m.settings.scenarios.contains(s)) {
+            return Err(format!("{}: the runs share scenarios", m.model));
+        }
+        m.settings.scenarios.extend(p.settings.scenarios);
+        m.scores.extend(p.scores);
+        m.controls.extend(p.controls);
+        m.compactions.extend(p.compactions);
+        m.empty_by_budget += p.empty_by_budget;
+        m.wall_s += p.wall_s;
+        for (k, v) in p.speed.calls {
+            m.speed.calls.entry(k).or_default().merge(&v);
+        }
+        m.speed.answers_shared += p.speed.answers_shared;
+        m.speed.grades_shared += p.speed.grades_shared;
+    }
+    let judged = m.judge.is_some();
+    let names: Vec<String> = m.conditions.iter().map(|c| c.condition.clone()).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    m.conditions = condition_summaries(&names, &m.scores, &m.compactions, judged);
+    let kw = aggregate(&m.scores, |r| Some(r.score));
+    m.overall = kw.overall;
+    m.by_class = kw.by_class;
+    m.by_dimension = kw.by_dimension;
+    m.judge = judged.then(|| aggregate(&m.scores, |r| r.judge));
+    m.worst_cells = cells(&m.scores);
+    m.control_brackets = brackets(&m.controls, judged);
+    if m.speed.probe_prefill_ratio.is_some() {
+        let probe = m.speed.calls.get("probe").copied().unwrap_or_default();
+        let mut all = CallStats::default();
+        for v in m.speed.calls.values() {
+            all.merge(v);
+        }
+        m.speed.probe_prefill_ratio = probe.prefill_ratio();
+        m.speed.total_prefill_ratio = all.prefill_ratio();
+    }
+    Ok(m)
+}
+
 /// Control brackets over control rows.
 pub fn brackets(rows: &[ControlRow], judged: bool) -> Brackets {
     let mut kw: BTreeMap<String, Vec<f64>> = BTreeMap::new();
@@ -396,6 +480,86 @@ mod tests {
             retried: false,
             shared_from: None,
         }
+    }
+
+    fn result(scenario: &str, rows: Vec<ScoreRow>) -> ModelResult {
+        let comps = vec![CompactionRow {
+            scenario: scenario.into(),
+            condition: "v1".into(),
+            rep: 0,
+            tokens_before: 100,
+            tokens_after: 40,
+            messages_before: 10,
+            messages_after: 4,
+            fallback: None,
+            verbatim: 0,
+            dropped: 0,
+            evaluator_calls: 0,
+            approximate_counts: false,
+            compaction_ms: 5,
+            error: None,
+        }];
+        let mut calls = BTreeMap::new();
+        calls.insert("probe".to_owned(), CallStats { calls: 1, prompt_tokens: 100, decoded_tokens: 30, ..CallStats::default() });
+        let names = ["v1"];
+        ModelResult {
+            model: "m".into(),
+            overall: aggregate(&rows, |r| Some(r.score)).overall,
+            by_class: BTreeMap::new(),
+            by_dimension: BTreeMap::new(),
+            conditions: condition_summaries(&names, &rows, &comps, true),
+            judge: Some(aggregate(&rows, |r| r.judge)),
+            control_brackets: Brackets::default(),
+            controls: Vec::new(),
+            worst_cells: cells(&rows),
+            compactions: comps,
+            scores: rows,
+            speed: Speed { calls, probe_prefill_ratio: Some(0.3), total_prefill_ratio: Some(0.3), ..Speed::default() },
+            settings: Settings {
+                backend: "llama.cpp".into(),
+                n_ctx: 8192,
+                budget_context: 4608,
+                budget_reserve: 512,
+                budget_recent: 2,
+                temperature: 0.1,
+                answer_max_tokens: 96,
+                thinking: "off".into(),
+                probe_prompt: "p".into(),
+                reps: 1,
+                scorers: vec!["keyword".into(), "judge".into()],
+                judge_model: Some("m".into()),
+                evaluator_max_tokens: 32,
+                summary_max_tokens: Some(256),
+                scenarios_dir: "d".into(),
+                scenarios: vec![scenario.into()],
+            },
+            empty_by_budget: 0,
+            wall_s: 10.0,
+        }
+    }
+
+    #[test]
+    fn merging_runs_recomputes_every_aggregate() {
+        let a = result("a", vec![row("a", "v1", 0, 3, Some(3))]);
+        let b = result("b", vec![row("b", "v1", 0, 0, Some(1)), row("b", "v1", 0, 0, Some(1))]);
+        let m = merge(vec![a.clone(), b.clone()]).unwrap();
+        assert_eq!(m.overall["v1"], 1.0);
+        assert_eq!(m.conditions[0].keyword.n, 3);
+        assert!((m.conditions[0].judge.unwrap().mean - 5.0 / 3.0).abs() < 1e-12);
+        assert_eq!(m.worst_cells[0].scenario, "b");
+        assert_eq!(m.settings.scenarios, vec!["a".to_owned(), "b".to_owned()]);
+        assert_eq!(m.wall_s, 20.0);
+        assert_eq!(m.speed.calls["probe"].calls, 2);
+        assert_eq!(m.speed.probe_prefill_ratio, Some(0.3));
+        // The same scenario twice, another model, or other settings are refused.
+        assert!(merge(vec![a.clone(), a.clone()]).unwrap_err().contains("share"));
+        let mut c = b.clone();
+        c.model = "other".into();
+        assert!(merge(vec![a.clone(), c]).unwrap_err().contains("other"));
+        let mut d = b;
+        d.settings.answer_max_tokens = 160;
+        assert!(merge(vec![a, d]).unwrap_err().contains("differ"));
+        assert!(merge(Vec::new()).is_err());
     }
 
     #[test]

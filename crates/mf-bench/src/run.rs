@@ -24,7 +24,7 @@ use crate::error::{BenchError, Result};
 use crate::judge::{Control, grade};
 use crate::load::LoadedScenario;
 use crate::model::{CallStats, Model, Purpose, to_chat};
-use crate::results::{self, CompactionRow, ConditionSummary, ControlRow, ModelResult, ScoreRow, Settings, Speed};
+use crate::results::{self, CompactionRow, ControlRow, ModelResult, ScoreRow, Settings, Speed};
 
 /// The probe prompt (METHOD.md §6).
 pub const PROBE_PROMPT: &str = "Based on our conversation above, answer concisely: ";
@@ -585,29 +585,8 @@ fn assemble(
     }
     let keyword = results::aggregate(&rows, |r| Some(r.score));
     let judge_agg = cfg.scorers.judge.then(|| results::aggregate(&rows, |r| r.judge));
-    let conditions = cfg
-        .conditions
-        .iter()
-        .map(|c| {
-            let name = c.as_str();
-            let rs: Vec<&ScoreRow> = rows.iter().filter(|r| r.condition == name).collect();
-            let failures = comps.iter().filter(|r| r.condition == name && r.error.is_some()).count();
-            let cs: Vec<&CompactionRow> = comps.iter().filter(|r| r.condition == name && r.error.is_none()).collect();
-            let kw: Vec<(u32, f64)> = rs.iter().map(|r| (r.rep, f64::from(r.score))).collect();
-            let j: Vec<(u32, f64)> = rs.iter().filter_map(|r| r.judge.map(|s| (r.rep, f64::from(s)))).collect();
-            let n = cs.len().max(1) as f64;
-            ConditionSummary {
-                condition: name.to_owned(),
-                keyword: results::stat(&kw).unwrap_or(results::Stat { mean: 0.0, sd: 0.0, min: 0.0, n: 0 }),
-                judge: if cfg.scorers.judge { results::stat(&j) } else { None },
-                tokens_before: cs.iter().map(|r| r.tokens_before as f64).sum::<f64>() / n,
-                tokens_after: cs.iter().map(|r| r.tokens_after as f64).sum::<f64>() / n,
-                fallbacks: cs.iter().filter(|r| r.fallback.is_some()).count(),
-                empty_answers: rs.iter().filter(|r| r.answer.is_empty() && r.stop_reason != "compaction_failed").count(),
-                compaction_failures: failures,
-            }
-        })
-        .collect();
+    let names: Vec<&str> = cfg.conditions.iter().map(|c| c.as_str()).collect();
+    let conditions = results::condition_summaries(&names, &rows, &comps, cfg.scorers.judge);
     let info = model.info();
     ModelResult {
         model: info.name.clone(),

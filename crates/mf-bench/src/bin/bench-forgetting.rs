@@ -34,6 +34,16 @@ enum Command {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// Merge results files of the same model over disjoint scenario sets (e.g.
+    /// the short, medium and long runs) into one file, every aggregate recomputed.
+    Merge {
+        /// The results files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Where to write the merged JSON.
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Check a results file against the documented JSON Schema.
     Validate {
         /// The results file.
@@ -203,6 +213,27 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Some(Command::Agentic(a)) => run_agentic(a),
+        Some(Command::Merge { files, out }) => {
+            let mut by_model: Vec<(String, Vec<ModelResult>)> = Vec::new();
+            for file in &files {
+                let Results::Suite(rs) = read_any(file)? else { bail!("{}: agentic results cannot be merged", file.display()) };
+                for r in rs {
+                    match by_model.iter_mut().find(|(m, _)| *m == r.model) {
+                        Some((_, v)) => v.push(r),
+                        None => by_model.push((r.model.clone(), vec![r])),
+                    }
+                }
+            }
+            let mut merged = Vec::new();
+            for (_, parts) in by_model {
+                merged.push(mf_bench::results::merge(parts).map_err(anyhow::Error::msg)?);
+            }
+            let json = serde_json::to_string_pretty(&merged)?;
+            schema::validate_results(&serde_json::from_str(&json)?)?;
+            std::fs::write(&out, json).with_context(|| format!("cannot write {}", out.display()))?;
+            println!("{}: {} model(s) merged from {} file(s)", out.display(), merged.len(), files.len());
+            Ok(())
+        }
         None => bench(cli.run),
     }
 }
