@@ -3,12 +3,12 @@
 use std::sync::Arc;
 
 use mf_forgetting::{Budget, ExitConfig, ExitEvent, ExitMonitor, ForgettingError, Message, PlanConfig, StrategyKind};
-use mf_inference::{Backend, CancelToken, ChatMessage, GenerateRequest, Sampling, StreamEvent, ToolSpec};
+use mf_inference::{Backend, CancelToken, ChatMessage, GenerateRequest, KvSnapshot, Sampling, SnapshotSlot, StreamEvent, ToolSpec};
 use mf_tools::Requirement;
 
-use crate::compact::{CompactionJob, DeltaSource, ModelCounter, chat_history};
+use crate::compact::{CompactionJob, DeltaSource, ModelCounter, SummaryPass, SummaryPrompt, chat_history};
 use crate::error::AgentError;
-use crate::events::{AgentEvent, EventSink, ExitReason, Gauge, Purpose};
+use crate::events::{AgentEvent, EventSink, ExitReason, Forecast, Gauge, Purpose};
 use crate::tools::{Approver, ToolFailure, ToolReply, ToolRunner};
 
 /// Settings of one investigation.
@@ -38,7 +38,15 @@ pub struct AgentSettings {
     pub plan: PlanConfig,
     /// How v2.1 ranks in the loop.
     pub delta: DeltaSource,
+    /// Where the summary pass runs when the live history plus the request
+    /// does not fit: after the cached pinned prefix (default), or standalone
+    /// (the old way, kept as the arm to measure against).
+    #[serde(default)]
+    pub summary_pass: SummaryPass,
 }
+
+/// Rounds of prompt growth the compaction forecast averages over.
+pub const FORECAST_WINDOW: usize = 3;
 
 impl Default for AgentSettings {
     fn default() -> Self {
@@ -55,6 +63,7 @@ impl Default for AgentSettings {
             sampling: Sampling::greedy(512),
             plan: PlanConfig::default(),
             delta: DeltaSource::Model,
+            summary_pass: SummaryPass::default(),
         }
     }
 }
@@ -86,8 +95,36 @@ pub struct Agent {
     specs: Vec<ToolSpec>,
     counter: Arc<ModelCounter>,
     next_id: usize,
-    /// The history before the last compaction, for [`Agent::undo_compaction`].
-    before_compaction: Option<Vec<Message>>,
+    /// The history (and KV snapshot) before the last compaction, for [`Agent::undo_compaction`].
+    before_compaction: Option<UndoPoint>,
+    /// Prompt growth of the last rounds (for the forecast).
+    growth: std::collections::VecDeque<u32>,
+    /// Where the cache is saved for a later resume (see [`Agent::set_kv_file`]).
+    kv_file: Option<std::path::PathBuf>,
+    /// Whether [`Agent::resume`] loads `kv_file` (else it decodes the history again).
+    kv_load: bool,
+}
+
+/// What a compaction can be undone to.
+#[derive(Debug, Clone)]
+struct UndoPoint {
+    history: Vec<Message>,
+    kv: Option<KvSnapshot>,
+}
+
+/// The memory slot holding the cache as it was before the last compaction.
+pub const BEFORE_COMPACTION: &str = "before_compaction";
+
+/// What [`Agent::undo_compaction`] gave back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Undone {
+    /// The history as it was before the compaction.
+    pub history: Vec<Message>,
+    /// The KV snapshot restored into the cache (none when the backend keeps
+    /// no cache, or the snapshot could not be made or loaded; `kv_error` says why).
+    pub kv: Option<KvSnapshot>,
+    /// Why the cache was not restored, when it was not.
+    pub kv_error: Option<String>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -131,7 +168,97 @@ impl Agent {
             settings.sampling.stop.push(FENCE_END.into());
         }
         let counter = Arc::new(ModelCounter::new(backend.clone(), specs.clone()));
-        Ok(Self { backend, tools, approver, settings, cancel: CancelToken::new(), specs, counter, next_id: 0, before_compaction: None })
+        Ok(Self { backend, tools, approver, settings, cancel: CancelToken::new(), specs, counter, next_id: 0, before_compaction: None, growth: std::collections::VecDeque::new(), kv_file: None, kv_load: true })
+    }
+
+    /// Saves the KV cache to `path` at each resume point (after a reply that
+    /// calls tools, before they run; and at the end), and lets
+    /// [`Agent::resume`] load it instead of decoding the stored history again.
+    /// Only for backends that keep a cache; a failed save is an event, never a stop.
+    pub fn set_kv_file(&mut self, path: impl Into<std::path::PathBuf>) {
+        self.kv_file = Some(path.into());
+    }
+
+    /// Makes [`Agent::resume`] decode the history again instead of loading
+    /// the saved cache (the cache is still saved as the run goes on).
+    pub fn skip_kv_load(&mut self) {
+        self.kv_load = false;
+    }
+
+    async fn save_resume_point(&self, round: u32, sink: &mut dyn EventSink) {
+        if let Some(path) = &self.kv_file
+            && self.backend.keeps_kv()
+        {
+            self.save_cache(SnapshotSlot::File(path.clone()), "resume_point", round, sink).await;
+        }
+    }
+
+    /// On resume: loads the saved cache when it covers this investigation's
+    /// prompt at least through the pinned zone; otherwise leaves the cache
+    /// empty so the history is decoded again, and says which in an event.
+    async fn load_resume_point(&self, history: &[Message], sink: &mut dyn EventSink) {
+        let Some(path) = &self.kv_file else { return };
+        if !self.backend.keeps_kv() {
+            return;
+        }
+        let slot = SnapshotSlot::File(path.clone());
+        if !self.kv_load {
+            sink.emit(&AgentEvent::KvRestore {
+                slot: slot.to_string(),
+                used: false,
+                snapshot_tokens: 0,
+                prompt_tokens: 0,
+                matched_tokens: 0,
+                note: Some("not loaded (asked not to): decoding the history again".into()),
+            });
+            return;
+        }
+        let chat = chat_history(history);
+        let prompt = match self.backend.prompt_token_ids(&chat, &self.specs).await {
+            Ok(p) => p,
+            Err(e) => {
+                sink.emit(&AgentEvent::Error { message: format!("resume: cannot tokenise the stored history ({e}); not loading the KV snapshot") });
+                return;
+            }
+        };
+        let restore = |used: bool, snapshot: usize, matched: usize, note: Option<String>| AgentEvent::KvRestore {
+            slot: slot.to_string(),
+            used,
+            snapshot_tokens: n32(snapshot),
+            prompt_tokens: n32(prompt.len()),
+            matched_tokens: n32(matched),
+            note,
+        };
+        if !path.is_file() {
+            sink.emit(&restore(false, 0, 0, Some("no KV snapshot saved for this investigation: decoding the history again".into())));
+            return;
+        }
+        // The pinned zone's tokens: the prefix the pinned-only prompt shares with the whole one.
+        let pinned_end = mf_forgetting::message::question_index(history).map_or(history.len(), |i| i + 1);
+        let pinned = match self.backend.prompt_token_ids(&chat[..pinned_end.min(chat.len())], &self.specs).await {
+            Ok(p) => mf_inference::common_prefix(&p, &prompt),
+            Err(_) => prompt.len(),
+        };
+        match self.backend.kv_restore(&slot).await {
+            Ok(snap) => {
+                let matched = mf_inference::common_prefix(&snap.tokens, &prompt);
+                if matched >= pinned && matched > 0 {
+                    let left = prompt.len() - matched;
+                    sink.emit(&restore(true, snap.tokens.len(), matched, Some(format!("{left} tokens left to decode"))));
+                } else {
+                    // What was loaded diverges inside the pinned zone: it is
+                    // not this investigation's cache. The next generation
+                    // trims it at the divergence and decodes the rest.
+                    sink.emit(&restore(
+                        false,
+                        snap.tokens.len(),
+                        matched,
+                        Some(format!("the snapshot diverges at token {matched}, inside the pinned zone ({pinned} tokens): decoding the history again")),
+                    ));
+                }
+            }
+            Err(e) => sink.emit(&restore(false, 0, 0, Some(format!("{e}: decoding the history again")))),
+        }
     }
 
     /// A token that cancels the investigation (the current generation stops at its next token).
@@ -157,15 +284,75 @@ impl Agent {
         n32(self.budget().threshold())
     }
 
-    /// The history as it was before the last compaction (taking it clears it).
-    pub fn undo_compaction(&mut self) -> Option<Vec<Message>> {
-        self.before_compaction.take()
+    /// Undoes the last compaction: gives back the history as it was before
+    /// it and restores the KV cache saved just before it (the tokens of that
+    /// history's prompt), so continuing from it decodes nothing again.
+    /// `None` when there is nothing to undo; taking it clears it.
+    ///
+    /// # Errors
+    /// None today: a cache that cannot be restored is reported in
+    /// [`Undone::kv_error`] (the history is still given back).
+    pub async fn undo_compaction(&mut self) -> Result<Option<Undone>, AgentError> {
+        let Some(point) = self.before_compaction.take() else { return Ok(None) };
+        let (kv, kv_error) = match point.kv {
+            None => (None, Some("no KV snapshot was made before this compaction".to_owned())),
+            Some(saved) => match self.backend.kv_restore(&SnapshotSlot::Memory(BEFORE_COMPACTION.into())).await {
+                Ok(restored) if restored.tokens == saved.tokens => (Some(restored), None),
+                Ok(restored) => (None, Some(format!("restored {} tokens, but {} were saved", restored.tokens.len(), saved.tokens.len()))),
+                Err(e) => (None, Some(e.to_string())),
+            },
+        };
+        Ok(Some(Undone { history: point.history, kv, kv_error }))
+    }
+
+    /// Decodes `history` into the cache (no generation) and saves the cache
+    /// to `slot`; `None` (with an event saying why) when the backend keeps
+    /// no cache or either step fails. A failed snapshot never stops the loop.
+    async fn snapshot_history(&self, history: &[Message], slot: SnapshotSlot, reason: &str, round: u32, sink: &mut dyn EventSink) -> Option<KvSnapshot> {
+        if !self.backend.keeps_kv() {
+            return None;
+        }
+        let mut sampling = self.settings.sampling.clone();
+        sampling.max_tokens = 0;
+        if let Err(e) = self.generate(chat_history(history), self.specs.clone(), sampling, round, Purpose::Prefill, sink).await {
+            sink.emit(&AgentEvent::Error { message: format!("KV snapshot ({reason}) skipped: prefill failed: {e}") });
+            return None;
+        }
+        self.save_cache(slot, reason, round, sink).await
+    }
+
+    /// Saves the cache as it is to `slot`, with an event.
+    async fn save_cache(&self, slot: SnapshotSlot, reason: &str, round: u32, sink: &mut dyn EventSink) -> Option<KvSnapshot> {
+        let t0 = std::time::Instant::now();
+        match self.backend.kv_snapshot(&slot).await {
+            Ok(snap) => {
+                sink.emit(&AgentEvent::KvSnapshot {
+                    round,
+                    reason: reason.into(),
+                    slot: slot.to_string(),
+                    tokens: n32(snap.tokens.len()),
+                    bytes: snap.bytes,
+                    ms: u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX),
+                });
+                Some(snap)
+            }
+            Err(e) => {
+                sink.emit(&AgentEvent::Error { message: format!("KV snapshot ({reason}) to {slot} failed: {e}") });
+                None
+            }
+        }
     }
 
     fn id(&mut self) -> String {
         let id = format!("m{}", self.next_id);
         self.next_id += 1;
         id
+    }
+
+    /// The forecast of the next compaction from the recent growth.
+    fn forecast(&self, g: &Gauge) -> Option<Forecast> {
+        let growth: Vec<u32> = self.growth.iter().copied().collect();
+        Forecast::from_growth(g, &growth)
     }
 
     /// Measures the history: exact prompt tokens and per-zone counts.
@@ -254,6 +441,9 @@ impl Agent {
             resumed,
         });
         sink.history(&history);
+        if resumed {
+            self.load_resume_point(&history, sink).await;
+        }
         let mut monitor = ExitMonitor::new(self.settings.exit);
         for c in history.iter().flat_map(|m| m.tool_calls.iter()) {
             let _ = monitor.observe(&ExitEvent::ToolCall { name: c.name.clone(), arguments: c.arguments.clone() });
@@ -262,6 +452,9 @@ impl Agent {
         let mut rounds = 0u32;
         let mut compactions = 0u32;
         let mut max_prompt = 0u32;
+        // Prompt tokens when the last round was sent (after any compaction).
+        let mut last_sent: Option<u32> = None;
+        self.growth.clear();
         let reason: ExitReason = 'outer: loop {
             if self.cancel.is_cancelled() {
                 break ExitReason::Cancelled;
@@ -274,7 +467,15 @@ impl Agent {
             rounds += 1;
             sink.emit(&AgentEvent::Round { round: rounds });
             let mut g = self.gauge(&history).await?;
-            sink.emit(&AgentEvent::Gauge { gauge: g });
+            if let Some(prev) = last_sent
+                && g.prompt_tokens >= prev
+            {
+                if self.growth.len() == FORECAST_WINDOW {
+                    self.growth.pop_front();
+                }
+                self.growth.push_back(g.prompt_tokens - prev);
+            }
+            sink.emit(&AgentEvent::Gauge { gauge: g, forecast: self.forecast(&g) });
             if self.settings.strategy != StrategyKind::None && budget.should_compact(g.prompt_tokens as usize, history.len()) {
                 compactions += 1;
                 match self.compact(&history, g, rounds, sink).await? {
@@ -299,6 +500,7 @@ impl Agent {
                 break ExitReason::ContextExhausted { tokens: g.prompt_tokens, threshold, messages: n32(history.len()) };
             }
             max_prompt = max_prompt.max(g.prompt_tokens);
+            last_sent = Some(g.prompt_tokens);
             let mut sampling = self.settings.sampling.clone();
             sampling.max_tokens = self.settings.reserve;
             let reply = match self.generate(chat_history(&history), self.specs.clone(), sampling, rounds, Purpose::Round, sink).await {
@@ -333,6 +535,7 @@ impl Agent {
                 history.push(Message::assistant(&id, &text));
                 sink.history(&history);
                 sink.emit(&AgentEvent::FinalAnswer { text: text.clone() });
+                self.save_resume_point(rounds, sink).await;
                 sink.emit(&AgentEvent::Exit { reason: ExitReason::FinalAnswer, rounds, compactions });
                 return Ok(Outcome { reason: ExitReason::FinalAnswer, answer: Some(text), rounds, compactions, history, max_prompt_tokens: max_prompt });
             }
@@ -350,6 +553,8 @@ impl Agent {
                 .collect();
             history.push(Message::assistant_calls(&id, &reply.content, fcalls));
             sink.history(&history);
+            // A crash during the tools can resume from here without decoding again.
+            self.save_resume_point(rounds, sink).await;
             let mut exit: Option<ExitReason> = None;
             for call in &calls {
                 sink.emit(&AgentEvent::ToolCall { call_id: call.id.clone(), name: call.name.clone(), arguments: call.arguments.clone() });
@@ -390,6 +595,7 @@ impl Agent {
             }
         };
         let answer = if matches!(reason, ExitReason::Cancelled) { None } else { self.closing_answer(&mut history, rounds, sink).await };
+        self.save_resume_point(rounds, sink).await;
         sink.history(&history);
         sink.emit(&AgentEvent::Exit { reason: reason.clone(), rounds, compactions });
         Ok(Outcome { reason, answer, rounds, compactions, history, max_prompt_tokens: max_prompt })
@@ -538,7 +744,9 @@ impl Agent {
         round: u32,
         sink: &mut dyn EventSink,
     ) -> Result<Result<(Vec<Message>, Gauge), ExitReason>, AgentError> {
-        self.before_compaction = Some(history.to_vec());
+        let t0 = std::time::Instant::now();
+        let kv = self.snapshot_history(history, SnapshotSlot::Memory(BEFORE_COMPACTION.into()), "before_compaction", round, sink).await;
+        self.before_compaction = Some(UndoPoint { history: history.to_vec(), kv });
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<AgentEvent>();
         let job = CompactionJob {
             backend: self.backend.clone(),
@@ -549,6 +757,7 @@ impl Agent {
             budget: self.budget(),
             config: self.settings.plan.clone(),
             delta: self.settings.delta,
+            summary_pass: self.settings.summary_pass,
             cancel: self.cancel.clone(),
             events: tx,
             round,
@@ -579,8 +788,9 @@ impl Agent {
         match run.result {
             Ok(c) => {
                 let g2 = self.gauge(&c.messages).await?;
-                sink.emit(&AgentEvent::compaction_finished(round, g.prompt_tokens, g2.prompt_tokens, &c.report, run.appended));
-                sink.emit(&AgentEvent::Gauge { gauge: g2 });
+                let ms = u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX);
+                sink.emit(&AgentEvent::compaction_finished(round, g.prompt_tokens, g2.prompt_tokens, &c.report, run.summary_pass.map(SummaryPrompt::as_str), ms));
+                sink.emit(&AgentEvent::Gauge { gauge: g2, forecast: self.forecast(&g2) });
                 Ok(Ok((c.messages, g2)))
             }
             Err(e) => {

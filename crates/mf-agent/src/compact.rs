@@ -16,10 +16,14 @@
 //! - Summary pass (v1, v2, v2.1): preferably an append to the live prompt
 //!   (the whole history as it sits in the KV cache, then the summary request
 //!   as a user turn) so only the request is decoded; when that plus the 256
-//!   summary tokens would not fit the window, a standalone pass (system +
-//!   request) with its log cut until it fits. Never over the window: the
-//!   prompt is measured with the model's tokenizer first. A failed or garbage
-//!   summary becomes mf-forgetting's 500-character fallback.
+//!   summary tokens would not fit the window, an append to the cached pinned
+//!   zone (system prompt with tools, question) with the request's log cut
+//!   until it fits ([`SummaryPass::PinnedPrefix`]): the pinned prefix is
+//!   never decoded again, and the next round trims the cache back to it. A
+//!   standalone pass (system + request, nothing reused) remains as the arm
+//!   to measure against. Never over the window: the prompt is measured with
+//!   the model's tokenizer first. A failed or garbage summary becomes
+//!   mf-forgetting's 500-character fallback.
 //! - v2.1's withholding test by the model ([`ModelProbe`]): the model answers
 //!   the question from the full context; the numbers and identifiers in that
 //!   answer are the reference. `Perf(ctx)` is the fraction of them the model's
@@ -192,18 +196,86 @@ impl ModelCtx {
     }
 }
 
+/// Where the summary pass runs when the live history plus the request does
+/// not fit the window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SummaryPass {
+    /// After the pinned zone, which is cached and stays cached: only the
+    /// request is decoded, and the next round (pinned, summary, recent)
+    /// trims the cache back to the pinned prefix and decodes only what is new.
+    #[default]
+    PinnedPrefix,
+    /// System + request on their own (nothing reused; the next round then
+    /// decodes the pinned zone again). The arm the reuse is measured against.
+    Standalone,
+}
+
+/// The prompt a summary pass used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SummaryPrompt {
+    /// The live history + the request with its log.
+    LiveWithLog,
+    /// The live history + the instruction alone (the log is the history above it).
+    LiveInstruction,
+    /// The cached pinned zone + the request with its log (cut to fit).
+    PinnedPrefix,
+    /// System + request, nothing reused.
+    Standalone,
+}
+
+impl SummaryPrompt {
+    /// Its name in events.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SummaryPrompt::LiveWithLog => "live_with_log",
+            SummaryPrompt::LiveInstruction => "live_instruction",
+            SummaryPrompt::PinnedPrefix => "pinned_prefix",
+            SummaryPrompt::Standalone => "standalone",
+        }
+    }
+}
+
 /// mf-forgetting's summariser over the backend.
 struct ModelSummarizer<'a> {
     model: ModelCtx,
     live: &'a [ChatMessage],
+    /// How many leading messages of `live` are the pinned zone.
+    pinned: usize,
     tools: &'a [ToolSpec],
-    appended: bool,
+    pass: SummaryPass,
+    used: Option<SummaryPrompt>,
 }
 
 impl ModelSummarizer<'_> {
     fn fits(&self, msgs: &[ChatMessage], tools: &[ToolSpec], out: u32) -> Result<bool, ForgettingError> {
         let n = self.model.count(msgs, tools).map_err(ForgettingError::Summarizer)?;
         Ok(n + out <= self.model.backend.context_size())
+    }
+
+    /// `prefix` + the request as one user turn, its log halved until the
+    /// whole fits with `out` tokens of summary.
+    fn cut_to_fit(&self, prefix: &[ChatMessage], tools: &[ToolSpec], system: Option<&str>, request: &SummaryRequest, out: u32) -> Result<Vec<ChatMessage>, ForgettingError> {
+        let mut user = request.user.clone();
+        loop {
+            let mut msgs = prefix.to_vec();
+            match system {
+                Some(sys) => {
+                    msgs.push(ChatMessage::system(sys.to_owned()));
+                    msgs.push(ChatMessage::user(user.clone()));
+                }
+                None => msgs.push(ChatMessage::user(format!("{}\n\n{user}", request.system))),
+            }
+            if self.fits(&msgs, tools, out)? {
+                return Ok(msgs);
+            }
+            let n = user.chars().count();
+            if n < 200 {
+                return Err(ForgettingError::Summarizer("the summary request does not fit the context window".into()));
+            }
+            user = user.chars().take(n / 2).collect();
+        }
     }
 }
 
@@ -216,32 +288,27 @@ impl Summarizer for ModelSummarizer<'_> {
         let with_log = format!("{}\n\n{}", request.system, request.user);
         let without_log = format!("{}\n\n{}", request.system, instruction_only(&request.user));
         let mut chosen = None;
-        for instruction in [with_log, without_log] {
+        for (instruction, kind) in [(with_log, SummaryPrompt::LiveWithLog), (without_log, SummaryPrompt::LiveInstruction)] {
             let mut live = self.live.to_vec();
             live.push(ChatMessage::user(instruction));
             if self.fits(&live, self.tools, out)? {
-                chosen = Some((live, self.tools.to_vec()));
+                chosen = Some((live, self.tools.to_vec(), kind));
                 break;
             }
         }
-        let (msgs, tools) = if let Some(c) = chosen {
-            self.appended = true;
-            c
-        } else {
-            // Standalone: system + request, the log cut until it fits.
-            let mut user = request.user.clone();
-            loop {
-                let msgs = vec![ChatMessage::system(request.system.clone()), ChatMessage::user(user.clone())];
-                if self.fits(&msgs, &[], out)? {
-                    break (msgs, Vec::new());
-                }
-                let n = user.chars().count();
-                if n < 200 {
-                    return Err(ForgettingError::Summarizer("the summary request does not fit the context window".into()));
-                }
-                user = user.chars().take(n / 2).collect();
+        let (msgs, tools, kind) = match (chosen, self.pass) {
+            (Some(c), _) => c,
+            // The pinned zone (system prompt with the tools, the question) is
+            // at the head of the cache and is kept by the compaction: append
+            // the request to it. The compressible and recent tail of the
+            // cache is trimmed, which the next round would do anyway.
+            (None, SummaryPass::PinnedPrefix) => {
+                let pinned = &self.live[..self.pinned.min(self.live.len())];
+                (self.cut_to_fit(pinned, self.tools, None, request, out)?, self.tools.to_vec(), SummaryPrompt::PinnedPrefix)
             }
+            (None, SummaryPass::Standalone) => (self.cut_to_fit(&[], &[], Some(&request.system), request, out)?, Vec::new(), SummaryPrompt::Standalone),
         };
+        self.used = Some(kind);
         let g = self.model.generate(msgs, tools, sampling_of(request.params), Purpose::Summary).map_err(ForgettingError::Summarizer)?;
         if !g.tool_calls.is_empty() {
             return Err(ForgettingError::Summarizer("the summary pass called a tool".into()));
@@ -334,8 +401,8 @@ pub struct CompactionRun {
     pub plan: Option<CompactionPlan>,
     /// The new history and report, or why the budget could not be restored.
     pub result: Result<Compaction, ForgettingError>,
-    /// Whether the summary pass was an append to the live prompt.
-    pub appended: bool,
+    /// Which prompt the summary pass used (none without a pass).
+    pub summary_pass: Option<SummaryPrompt>,
     /// Notes for the event stream (fallbacks of the ranking).
     pub notes: Vec<String>,
 }
@@ -368,6 +435,8 @@ pub struct CompactionJob {
     pub config: PlanConfig,
     /// v2.1's ranking.
     pub delta: DeltaSource,
+    /// Where the summary pass runs when the live history does not fit.
+    pub summary_pass: SummaryPass,
     /// Cancels generations.
     pub cancel: CancelToken,
     /// Events of the summary pass and probes (KV figures, the plan).
@@ -422,14 +491,15 @@ impl CompactionJob {
         };
         let plan = match planned {
             Ok(p) => p,
-            Err(e) => return CompactionRun { plan: None, result: Err(e), appended: false, notes },
+            Err(e) => return CompactionRun { plan: None, result: Err(e), summary_pass: None, notes },
         };
         let _ = self.events.send(AgentEvent::compaction_started(self.round, self.tokens_before, &plan));
         let live = chat_history(&self.history);
-        let mut summarizer = ModelSummarizer { model, live: &live, tools: &self.tools, appended: false };
+        let pinned = mf_forgetting::message::question_index(&self.history).map_or(1, |i| i + 1);
+        let mut summarizer = ModelSummarizer { model, live: &live, pinned, tools: &self.tools, pass: self.summary_pass, used: None };
         let result = mf_forgetting::apply(&plan, &self.history, &mut summarizer, &counter);
-        let appended = summarizer.appended;
-        CompactionRun { plan: Some(plan), result, appended, notes }
+        let summary_pass = summarizer.used;
+        CompactionRun { plan: Some(plan), result, summary_pass, notes }
     }
 }
 

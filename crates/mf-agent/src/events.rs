@@ -41,6 +41,43 @@ pub struct Gauge {
     pub messages: u32,
 }
 
+/// When the next compaction is expected, from the recent prompt growth.
+///
+/// The loop compacts at the start of a round whose prompt is over the
+/// threshold. With the prompt growing by `mean_tokens_per_round` a round,
+/// it crosses the threshold after `⌊tokens_left / mean⌋ + 1` more rounds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct Forecast {
+    /// `threshold − prompt_tokens` (0 when at or over it).
+    pub tokens_left: u32,
+    /// Mean prompt growth per round over the last `window` rounds (no
+    /// compaction inside a measured step).
+    pub mean_tokens_per_round: f64,
+    /// Rounds until the compaction is expected to fire (1: at the next round's start).
+    pub rounds_until_compaction: u32,
+    /// Rounds the mean is taken over.
+    pub window: u32,
+}
+
+impl Forecast {
+    /// The forecast from the growth of the last rounds; `None` when nothing
+    /// was measured yet or the prompt is not growing.
+    #[must_use]
+    pub fn from_growth(gauge: &Gauge, growth: &[u32]) -> Option<Forecast> {
+        if growth.is_empty() {
+            return None;
+        }
+        let mean = f64::from(growth.iter().sum::<u32>()) / growth.len() as f64;
+        if mean <= 0.0 {
+            return None;
+        }
+        let left = gauge.threshold.saturating_sub(gauge.prompt_tokens);
+        let rounds = (f64::from(left) / mean).floor() as u32 + 1;
+        Some(Forecast { tokens_left: left, mean_tokens_per_round: mean, rounds_until_compaction: rounds, window: u32::try_from(growth.len()).unwrap_or(u32::MAX) })
+    }
+}
+
 /// KV figures of one generation (mirror of `mf_inference::KvStats`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
@@ -90,6 +127,9 @@ pub enum Purpose {
     Probe,
     /// The closing answer after a dynamic exit.
     Answer,
+    /// Decoding the prompt into the cache without generating (before a KV
+    /// snapshot, so the snapshot covers exactly the history it can undo to).
+    Prefill,
 }
 
 /// Why the loop stopped (METHOD.md §2: dynamic exits, no round cap).
@@ -339,6 +379,11 @@ pub enum AgentEvent {
     Gauge {
         /// The figures.
         gauge: Gauge,
+        /// When the next compaction is expected (null when unknown: no
+        /// round measured yet, or the prompt is not growing).
+        #[serde(default)]
+        #[cfg_attr(test, ts(optional = nullable))]
+        forecast: Option<Forecast>,
     },
     /// Compaction begins: the plan.
     CompactionStarted {
@@ -376,8 +421,20 @@ pub enum AgentEvent {
         fallback_reason: Option<String>,
         /// The model's summary text.
         summary: Option<String>,
-        /// Whether the summary pass ran as an append to the live prompt (KV prefix reused).
+        /// Whether the summary pass ran as an append to a cached prompt (KV prefix reused).
         appended_to_live_cache: bool,
+        /// Which prompt the summary pass used: `live_with_log`, `live_instruction`
+        /// (the whole live history + the request), `pinned_prefix` (the cached
+        /// pinned zone + the request with its log), `standalone` (system +
+        /// request, nothing reused); null without a summary pass.
+        #[serde(default)]
+        #[cfg_attr(test, ts(optional = nullable))]
+        summary_pass: Option<String>,
+        /// Wall time of the whole compaction (snapshot, plan, summary pass,
+        /// apply, measuring), milliseconds; null only in events stored before it was measured.
+        #[serde(default)]
+        #[cfg_attr(test, ts(optional = nullable))]
+        duration_ms: Option<u64>,
         /// Ids kept verbatim in the summary message.
         verbatim: Vec<String>,
         /// Ids summarised.
@@ -398,6 +455,39 @@ pub enum AgentEvent {
         round: u32,
         /// Why.
         message: String,
+    },
+    /// The KV cache was saved (before a compaction, so it can be undone;
+    /// or to the session's file, so a resume need not decode it again).
+    KvSnapshot {
+        /// The round.
+        round: u32,
+        /// Why: `before_compaction` or `resume_point`.
+        reason: String,
+        /// Where: `memory:NAME` or `file:PATH`.
+        slot: String,
+        /// Tokens it covers.
+        tokens: u32,
+        /// Bytes of the saved state.
+        #[cfg_attr(test, ts(type = "number"))]
+        bytes: u64,
+        /// Wall time of the save, milliseconds.
+        #[cfg_attr(test, ts(type = "number"))]
+        ms: u64,
+    },
+    /// A KV snapshot was (or was not) loaded: on resume, or on undoing a compaction.
+    KvRestore {
+        /// Where: `memory:NAME` or `file:PATH`.
+        slot: String,
+        /// Whether the snapshot was loaded into the cache.
+        used: bool,
+        /// Tokens the snapshot covers (0 when there was none).
+        snapshot_tokens: u32,
+        /// Tokens of the prompt it was matched against.
+        prompt_tokens: u32,
+        /// Leading tokens the snapshot and the prompt share.
+        matched_tokens: u32,
+        /// Why it was not used, or what was done instead (re-decode).
+        note: Option<String>,
     },
     /// KV figures of one generation.
     Kv {
@@ -448,7 +538,15 @@ impl AgentEvent {
 
     /// The compaction-finished event of a report.
     #[must_use]
-    pub fn compaction_finished(round: u32, tokens_before: u32, tokens_after: u32, report: &CompactionReport, appended: bool) -> Self {
+    pub fn compaction_finished(
+        round: u32,
+        tokens_before: u32,
+        tokens_after: u32,
+        report: &CompactionReport,
+        summary_pass: Option<&str>,
+        duration_ms: u64,
+    ) -> Self {
+        let appended = summary_pass.is_some_and(|p| p != "standalone");
         let ids = |v: &[mf_forgetting::MessageId]| v.iter().map(|i| i.0.clone()).collect::<Vec<_>>();
         let summary_by = if report.fallback.is_some() {
             SummaryBy::Fallback
@@ -467,6 +565,8 @@ impl AgentEvent {
             fallback_reason: report.fallback.clone(),
             summary: report.summary.clone(),
             appended_to_live_cache: appended && summary_by != SummaryBy::None,
+            summary_pass: summary_pass.filter(|_| summary_by != SummaryBy::None).map(str::to_owned),
+            duration_ms: Some(duration_ms),
             verbatim: ids(&report.verbatim),
             summarised: ids(&report.summarised),
             masked: ids(&report.masked),
@@ -525,6 +625,7 @@ mod tests {
         );
         for decl in [
             Gauge::decl(&cfg),
+            Forecast::decl(&cfg),
             KvFigures::decl(&cfg),
             Purpose::decl(&cfg),
             ExitReason::decl(&cfg),
@@ -560,6 +661,7 @@ mod tests {
     fn events_serialise_with_a_type_tag_and_round_trip() {
         let e = AgentEvent::Gauge {
             gauge: Gauge { pinned: 1, compressible: 2, recent: 3, free: 4, threshold: 5, prompt_tokens: 6, context: 7, reserve: 8, messages: 9 },
+            forecast: None,
         };
         let v = serde_json::to_value(&e).unwrap();
         assert_eq!(v["type"], "gauge");
@@ -570,5 +672,21 @@ mod tests {
         let v = serde_json::to_value(&x).unwrap();
         assert_eq!(v["reason"]["kind"], "consecutive_errors");
         assert_eq!(serde_json::from_value::<AgentEvent>(v).unwrap(), x);
+        // Events stored before `forecast` existed still read back.
+        let old = serde_json::json!({"type": "gauge", "gauge": {"pinned": 1, "compressible": 2, "recent": 3, "free": 4, "threshold": 5, "prompt_tokens": 6, "context": 7, "reserve": 8, "messages": 9}});
+        assert!(matches!(serde_json::from_value::<AgentEvent>(old).unwrap(), AgentEvent::Gauge { forecast: None, .. }));
+    }
+
+    #[test]
+    fn the_forecast_counts_rounds_until_the_prompt_crosses_the_threshold() {
+        let g = |prompt| Gauge { pinned: 0, compressible: 0, recent: 0, free: 0, threshold: 600, prompt_tokens: prompt, context: 1024, reserve: 256, messages: 4 };
+        assert_eq!(Forecast::from_growth(&g(400), &[]), None, "nothing measured yet");
+        assert_eq!(Forecast::from_growth(&g(400), &[0, 0]), None, "not growing");
+        let f = Forecast::from_growth(&g(400), &[90, 110]).unwrap();
+        assert_eq!((f.tokens_left, f.mean_tokens_per_round, f.window), (200, 100.0, 2));
+        // 400 → 500 → 600 (not over) → 700: the third round's start compacts.
+        assert_eq!(f.rounds_until_compaction, 3);
+        assert_eq!(Forecast::from_growth(&g(599), &[100]).unwrap().rounds_until_compaction, 1);
+        assert_eq!(Forecast::from_growth(&g(650), &[100]).unwrap().tokens_left, 0);
     }
 }

@@ -19,9 +19,9 @@ pub mod events;
 pub mod store;
 pub mod tools;
 
-pub use agent::{Agent, AgentSettings, Outcome, parse_strategy};
-pub use compact::DeltaSource;
+pub use agent::{Agent, AgentSettings, BEFORE_COMPACTION, Outcome, Undone, parse_strategy};
+pub use compact::{DeltaSource, SummaryPass};
 pub use error::AgentError;
-pub use events::{AgentEvent, EventSink, ExitReason, Gauge, Purpose, SummaryBy, VecSink};
+pub use events::{AgentEvent, EventSink, ExitReason, Forecast, Gauge, Purpose, SummaryBy, VecSink};
 pub use store::{InvestigationRow, Store, StoreSink};
 pub use tools::{Approver, FixedApprover, NoAnswer, ToolFailure, ToolReply, ToolRunner};

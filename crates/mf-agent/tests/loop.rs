@@ -1,14 +1,15 @@
 //! The loop over a scripted backend: deterministic transcripts.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use mf_agent::{AgentEvent, AgentSettings, Agent, Approver, ExitReason, FixedApprover, NoAnswer, Store, StoreSink, SummaryBy, ToolFailure, ToolReply, ToolRunner, VecSink};
 use mf_forgetting::StrategyKind;
 use mf_inference::{
-    Backend, CancelToken, ChatMessage, GenerateRequest, Generation, KvStats, ModelInfo, StopReason, TokenSink, ToolCall, ToolSpec, Usage,
+    Backend, CancelToken, ChatMessage, GenerateRequest, Generation, KvSnapshot, KvStats, ModelInfo, SnapshotSlot, StopReason, TokenSink, ToolCall, ToolSpec,
+    Usage, common_prefix,
 };
 use mf_tools::Requirement;
 use mf_tools::policy::{Approval, ApprovalRequest};
@@ -28,20 +29,88 @@ struct Scripted {
     script: Mutex<VecDeque<Reply>>,
     requests: Mutex<Vec<GenerateRequest>>,
     summary: Mutex<Result<String, String>>,
+    /// Simulate a KV cache (off: the backend keeps none, like an HTTP server).
+    kv: bool,
+    /// The token ids "in the cache", as the llama.cpp worker keeps them:
+    /// the last prompt plus what was generated after it.
+    cache: Mutex<Vec<i32>>,
+    /// Snapshots by slot.
+    slots: Mutex<HashMap<String, Vec<i32>>>,
+    /// KV figures of every generation (prefills included), in order.
+    kv_log: Mutex<Vec<(&'static str, KvStats)>>,
 }
 
 impl Scripted {
     fn new(ctx: u32, script: Vec<Reply>) -> Arc<Self> {
-        Arc::new(Scripted {
+        Arc::new(Self::plain(ctx, script))
+    }
+    fn with_kv(ctx: u32, script: Vec<Reply>) -> Arc<Self> {
+        Arc::new(Scripted { kv: true, ..Self::plain(ctx, script) })
+    }
+    fn plain(ctx: u32, script: Vec<Reply>) -> Self {
+        Scripted {
             ctx,
             script: Mutex::new(script.into()),
             requests: Mutex::new(Vec::new()),
             summary: Mutex::new(Ok("- key k1 is value 1001\n- key k2 is value 1002".into())),
-        })
+            kv: false,
+            cache: Mutex::new(Vec::new()),
+            slots: Mutex::new(HashMap::new()),
+            kv_log: Mutex::new(Vec::new()),
+        }
+    }
+    /// Runs a prompt through the simulated cache exactly as the worker does:
+    /// reuse the longest common prefix (the last prompt token is decoded
+    /// again when everything matches), trim the rest, decode the remainder.
+    fn through_cache(&self, ids: &[i32], generated: &str, kind: &'static str) -> KvStats {
+        let mut cache = self.cache.lock().unwrap();
+        let mut lcp = common_prefix(&cache, ids);
+        if lcp == ids.len() {
+            lcp = lcp.saturating_sub(1);
+        }
+        let stats = KvStats {
+            prompt_tokens: ids.len() as u32,
+            reused: lcp as u32,
+            decoded: (ids.len() - lcp) as u32,
+            trimmed: (cache.len() - lcp.min(cache.len())) as u32,
+            ..KvStats::default()
+        };
+        *cache = ids.to_vec();
+        cache.extend(text_ids(generated));
+        self.kv_log.lock().unwrap().push((kind, stats));
+        stats
     }
     fn round_requests(&self) -> Vec<GenerateRequest> {
         self.requests.lock().unwrap().iter().filter(|r| kind_of(r) == "round").cloned().collect()
     }
+}
+
+fn hash_id(s: &str) -> i32 {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    s.hash(&mut h);
+    h.finish() as i32
+}
+
+/// One token per 4 characters, as `msg_tokens` counts them.
+fn text_ids(text: &str) -> Vec<i32> {
+    let chars: Vec<char> = text.chars().collect();
+    chars.chunks(4).map(|c| hash_id(&c.iter().collect::<String>())).collect()
+}
+
+/// The simulated tokenisation of a prompt: 20 tokens per tool, then per
+/// message 4 header tokens and one per 4 characters (exactly `msg_tokens`).
+fn prompt_ids(messages: &[ChatMessage], tools: &[ToolSpec]) -> Vec<i32> {
+    let mut ids = Vec::new();
+    for t in tools {
+        ids.extend((0..20).map(|i| hash_id(&format!("{}#{i}", t.name))));
+    }
+    for m in messages {
+        ids.extend([hash_id(&format!("{:?}", m.role)), hash_id(m.tool_call_id.as_deref().unwrap_or("")), hash_id(m.name.as_deref().unwrap_or("")), 0]);
+        let calls: String = m.tool_calls.iter().map(|c| format!("{}{}", c.name, c.arguments)).collect();
+        ids.extend(text_ids(&format!("{}{calls}", m.content)));
+    }
+    ids
 }
 
 fn msg_tokens(m: &ChatMessage) -> u32 {
@@ -80,6 +149,16 @@ impl Backend for Scripted {
             let prompt = request.messages.iter().map(msg_tokens).sum::<u32>() + 20 * request.tools.len() as u32;
             assert!(prompt + request.sampling.max_tokens <= self.ctx, "prompt {prompt} + {} over the window {}", request.sampling.max_tokens, self.ctx);
             let kind = kind_of(&request);
+            if self.kv && request.sampling.max_tokens == 0 {
+                // A prefill: the prompt goes into the cache, nothing is generated.
+                let stats = self.through_cache(&prompt_ids(&request.messages, &request.tools), "", "prefill");
+                let mut g = generation("", vec![], None, prompt);
+                g.usage.kv = stats;
+                g.usage.completion_tokens = 0;
+                g.stop_reason = StopReason::MaxTokens;
+                return Ok(g);
+            }
+            let ids = prompt_ids(&request.messages, &request.tools);
             self.requests.lock().unwrap().push(request);
             let g = match kind {
                 "summary" => match self.summary.lock().unwrap().clone() {
@@ -99,6 +178,10 @@ impl Backend for Scripted {
                     Reply::Malformed => generation("<tool_call>{\"name\": lookup", vec![], Some("invalid JSON in tool call".into()), prompt),
                 },
             };
+            let mut g = g;
+            if self.kv {
+                g.usage.kv = self.through_cache(&ids, &g.raw_text, kind);
+            }
             Ok(g)
         })
     }
@@ -113,6 +196,47 @@ impl Backend for Scripted {
 
     fn model_info(&self) -> ModelInfo {
         ModelInfo { name: "scripted".into(), backend: "test".into(), architecture: None, context_size: self.ctx, context_train: None, parameters: None, tool_format: None }
+    }
+
+    fn keeps_kv(&self) -> bool {
+        self.kv
+    }
+
+    fn prompt_token_ids<'a>(&'a self, messages: &'a [ChatMessage], tools: &'a [ToolSpec]) -> BoxFuture<'a, mf_inference::Result<Vec<i32>>> {
+        Box::pin(async move { Ok(prompt_ids(messages, tools)) })
+    }
+
+    fn cached_token_ids(&self) -> BoxFuture<'_, mf_inference::Result<Vec<i32>>> {
+        Box::pin(async move { Ok(self.cache.lock().unwrap().clone()) })
+    }
+
+    fn kv_snapshot<'a>(&'a self, slot: &'a SnapshotSlot) -> BoxFuture<'a, mf_inference::Result<KvSnapshot>> {
+        Box::pin(async move {
+            assert!(self.kv, "snapshot asked of a backend without a cache");
+            let tokens = self.cache.lock().unwrap().clone();
+            if let SnapshotSlot::File(p) = slot {
+                std::fs::write(p, serde_json::to_vec(&tokens).unwrap()).unwrap();
+            }
+            self.slots.lock().unwrap().insert(slot.to_string(), tokens.clone());
+            Ok(KvSnapshot { bytes: 4 * tokens.len() as u64, tokens, key: "scripted".into() })
+        })
+    }
+
+    fn kv_restore<'a>(&'a self, slot: &'a SnapshotSlot) -> BoxFuture<'a, mf_inference::Result<KvSnapshot>> {
+        Box::pin(async move {
+            let tokens = match slot {
+                SnapshotSlot::File(p) => match std::fs::read(p) {
+                    Ok(b) => serde_json::from_slice::<Vec<i32>>(&b).unwrap(),
+                    Err(e) => return Err(mf_inference::InferenceError::Snapshot { path: p.clone(), reason: e.to_string() }),
+                },
+                SnapshotSlot::Memory(_) => match self.slots.lock().unwrap().get(&slot.to_string()) {
+                    Some(t) => t.clone(),
+                    None => return Err(mf_inference::InferenceError::Snapshot { path: slot.to_string().into(), reason: "no such snapshot".into() }),
+                },
+            };
+            *self.cache.lock().unwrap() = tokens.clone();
+            Ok(KvSnapshot { bytes: 4 * tokens.len() as u64, tokens, key: "scripted".into() })
+        })
     }
 }
 
@@ -177,7 +301,7 @@ async fn run(backend: Arc<Scripted>, tools: Arc<World>, approver: Arc<dyn Approv
 }
 
 fn gauges(sink: &VecSink) -> Vec<mf_agent::Gauge> {
-    sink.events.iter().filter_map(|e| if let AgentEvent::Gauge { gauge } = e { Some(*gauge) } else { None }).collect()
+    sink.events.iter().filter_map(|e| if let AgentEvent::Gauge { gauge, .. } = e { Some(*gauge) } else { None }).collect()
 }
 
 fn tool_errors(sink: &VecSink) -> Vec<String> {
@@ -203,7 +327,7 @@ async fn compaction_fires_at_the_threshold_keeps_pinned_and_fits_for_every_strat
         assert!(out.compactions >= 1, "{strategy}: no compaction");
         // It fired on the first round over the threshold, not before.
         let first = sink.events.iter().position(|e| matches!(e, AgentEvent::CompactionStarted { .. })).unwrap();
-        let before: Vec<_> = sink.events[..first].iter().filter_map(|e| if let AgentEvent::Gauge { gauge } = e { Some(gauge.prompt_tokens) } else { None }).collect();
+        let before: Vec<_> = sink.events[..first].iter().filter_map(|e| if let AgentEvent::Gauge { gauge, .. } = e { Some(gauge.prompt_tokens) } else { None }).collect();
         let (last, earlier) = before.split_last().unwrap();
         assert!(*last > threshold, "{strategy}: fired at {last}");
         assert!(earlier.iter().all(|t| *t <= threshold), "{strategy}: should have fired earlier: {earlier:?}");
@@ -499,4 +623,203 @@ async fn kill_9_mid_investigation_loses_nothing() {
     let prompt = &backend.round_requests()[0].messages;
     assert!(prompt.last().unwrap().content.starts_with("ERROR interrupted"), "{:?}", prompt.last());
     assert_eq!(store.get(1).unwrap().status, "finished");
+}
+
+#[tokio::test]
+async fn a_kv_snapshot_before_each_compaction_and_undo_restores_history_and_cache() {
+    let backend = Scripted::with_kv(1024, lookups(8));
+    let mut agent = Agent::new(backend.clone(), world(), Arc::new(NoAnswer), settings(StrategyKind::V1)).unwrap();
+    let mut sink = VecSink::default();
+    let out = agent.run("What is the value of k1?", &mut sink).await.unwrap();
+    assert_eq!(out.reason, ExitReason::FinalAnswer);
+    assert!(out.compactions >= 1);
+    let ev = &sink.events;
+    // Every compaction is preceded by a prefill of exactly its history and a snapshot of it.
+    let mut last_before = None;
+    for (i, e) in ev.iter().enumerate() {
+        if let AgentEvent::CompactionStarted { messages_before, tokens_before, rows, .. } = e {
+            let AgentEvent::KvSnapshot { reason, slot, tokens, .. } = &ev[i - 1] else { panic!("no snapshot before the compaction: {:?}", ev[i - 1]) };
+            assert_eq!(reason, "before_compaction");
+            assert_eq!(slot, "memory:before_compaction");
+            assert!(matches!(&ev[i - 2], AgentEvent::Kv { purpose: mf_agent::Purpose::Prefill, completion_tokens: 0, .. }), "{:?}", ev[i - 2]);
+            // The snapshot covers the prompt that was measured for the trigger.
+            assert_eq!(*tokens, *tokens_before);
+            last_before = Some((*messages_before, rows.iter().map(|r| r.id.clone()).collect::<Vec<_>>(), *tokens));
+        }
+    }
+    let (n, ids, tokens) = last_before.unwrap();
+
+    // Undo: the history before the last compaction and its cache come back.
+    let undone = agent.undo_compaction().await.unwrap().unwrap();
+    assert_eq!(undone.kv_error, None);
+    assert_eq!(undone.history.len() as u32, n);
+    assert_eq!(undone.history.iter().map(|m| m.id.0.clone()).collect::<Vec<_>>(), ids);
+    let chat = mf_agent::compact::chat_history(&undone.history);
+    let specs = world().specs();
+    let want = prompt_ids(&chat, &specs);
+    let kv = undone.kv.unwrap();
+    assert_eq!(kv.tokens.len() as u32, tokens);
+    assert_eq!(kv.tokens, want, "the snapshot is exactly the undone history's prompt");
+    assert_eq!(*backend.cache.lock().unwrap(), want, "the cache holds it again");
+    // Continuing from it decodes only the last prompt token again.
+    let g = backend
+        .generate(GenerateRequest { messages: chat, tools: specs, sampling: mf_inference::Sampling::greedy(8) }, None, CancelToken::new())
+        .await
+        .unwrap();
+    assert_eq!(g.usage.kv.decoded, 1, "{:?}", g.usage.kv);
+    // Taken once.
+    assert!(agent.undo_compaction().await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn a_backend_without_a_cache_compacts_without_snapshots_and_undo_gives_the_history() {
+    let backend = Scripted::new(1024, lookups(8));
+    let mut agent = Agent::new(backend, world(), Arc::new(NoAnswer), settings(StrategyKind::V1)).unwrap();
+    let mut sink = VecSink::default();
+    let out = agent.run("What is the value of k1?", &mut sink).await.unwrap();
+    assert!(out.compactions >= 1);
+    assert!(!sink.events.iter().any(|e| matches!(e, AgentEvent::KvSnapshot { .. } | AgentEvent::Kv { purpose: mf_agent::Purpose::Prefill, .. })));
+    let undone = agent.undo_compaction().await.unwrap().unwrap();
+    assert!(undone.kv.is_none());
+    assert!(undone.kv_error.unwrap().contains("no KV snapshot"));
+    assert!(undone.history.len() > 4);
+}
+
+fn first_round_kv(sink: &VecSink) -> KvStats {
+    sink.events
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::Kv { purpose: mf_agent::Purpose::Round, stats, .. } => Some(KvStats {
+                prompt_tokens: stats.prompt_tokens,
+                reused: stats.reused,
+                decoded: stats.decoded,
+                trimmed: stats.trimmed,
+                ..KvStats::default()
+            }),
+            _ => None,
+        })
+        .unwrap()
+}
+
+fn kv_restore(sink: &VecSink) -> (bool, u32, u32, Option<String>) {
+    sink.events
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::KvRestore { used, matched_tokens, prompt_tokens, note, .. } => Some((*used, *matched_tokens, *prompt_tokens, note.clone())),
+            _ => None,
+        })
+        .expect("no kv_restore event")
+}
+
+#[tokio::test]
+async fn resume_loads_the_saved_cache_when_it_matches_and_decodes_again_when_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("kv.bin");
+    // A first run that saves its cache at every resume point.
+    let backend = Scripted::with_kv(4096, lookups(3));
+    let mut agent = Agent::new(backend.clone(), world(), Arc::new(NoAnswer), settings(StrategyKind::V2)).unwrap();
+    agent.set_kv_file(&file);
+    let mut sink = VecSink::default();
+    let out = agent.run("What is the value of k1?", &mut sink).await.unwrap();
+    assert_eq!(out.reason, ExitReason::FinalAnswer);
+    let saves = sink.events.iter().filter(|e| matches!(e, AgentEvent::KvSnapshot { reason, .. } if reason == "resume_point")).count();
+    assert_eq!(saves, 4, "one per tool-calling reply (3) and one at the end");
+    let mut history = out.history.clone();
+    history.push(mf_forgetting::Message::user("m99", "And the value of k2?"));
+
+    // Resume in a fresh process (an empty cache) with the file: loaded.
+    let resume = |load: bool, file: std::path::PathBuf, history: Vec<mf_forgetting::Message>| async move {
+        let backend = Scripted::with_kv(4096, vec![Reply::Text("The value of k2 is 1002.")]);
+        let mut agent = Agent::new(backend, world(), Arc::new(NoAnswer), settings(StrategyKind::V2)).unwrap();
+        agent.set_kv_file(file);
+        if !load {
+            agent.skip_kv_load();
+        }
+        let mut sink = VecSink::default();
+        let out = agent.resume(history, &mut sink).await.unwrap();
+        assert_eq!(out.reason, ExitReason::FinalAnswer);
+        sink
+    };
+    let with = resume(true, file.clone(), history.clone()).await;
+    let (used, matched, prompt, _) = kv_restore(&with);
+    assert!(used);
+    let kv_with = first_round_kv(&with);
+    assert_eq!(kv_with.prompt_tokens, prompt);
+    assert_eq!(kv_with.reused, matched, "the first round reuses exactly what matched");
+    // Only the follow-up (and the final answer's re-rendering) is decoded.
+    assert!(kv_with.decoded * 10 < kv_with.prompt_tokens, "{kv_with:?}");
+
+    // The same resume without it decodes everything.
+    std::fs::copy(&file, dir.path().join("kv2.bin")).unwrap();
+    let without = resume(false, dir.path().join("kv2.bin"), history.clone()).await;
+    let (used, _, _, note) = kv_restore(&without);
+    assert!(!used && note.unwrap().contains("decoding the history again"));
+    let kv_without = first_round_kv(&without);
+    assert_eq!(kv_without.decoded, kv_without.prompt_tokens);
+    assert_eq!(kv_without.prompt_tokens, kv_with.prompt_tokens);
+
+    // A snapshot of another investigation (another question) is loaded but
+    // diverges inside the pinned zone: not used, the history is decoded again.
+    let mut other = history.clone();
+    other[1].content = "What is the value of k9?".into();
+    let stale = resume(true, file.clone(), other).await;
+    let (used, matched, _, note) = kv_restore(&stale);
+    assert!(!used, "{note:?}");
+    assert!(note.unwrap().contains("inside the pinned zone"));
+    let kv = first_round_kv(&stale);
+    assert_eq!(kv.reused, matched.min(kv.prompt_tokens));
+    assert!(kv.decoded > kv.prompt_tokens / 2, "{kv:?}");
+
+    // No file: said so, decoded again.
+    let none = resume(true, dir.path().join("missing.bin"), history).await;
+    let (used, _, _, note) = kv_restore(&none);
+    assert!(!used && note.unwrap().contains("no KV snapshot"));
+}
+
+/// Decoded tokens of the summary pass plus the round after it, and the summary request.
+async fn compaction_cost(pass: mf_agent::SummaryPass) -> (u32, u32, KvStats, KvStats, GenerateRequest) {
+    let backend = Scripted::with_kv(900, lookups(8));
+    let mut s = settings(StrategyKind::V1);
+    s.reserve = 200;
+    s.ratio = 0.9;
+    s.summary_pass = pass;
+    let mut agent = Agent::new(backend.clone(), world(), Arc::new(NoAnswer), s).unwrap();
+    let mut sink = VecSink::default();
+    let out = agent.run("What is the value of k1?", &mut sink).await.unwrap();
+    assert!(out.compactions >= 1, "{:?}", out.reason);
+    let log = backend.kv_log.lock().unwrap().clone();
+    let i = log.iter().position(|(k, _)| *k == "summary").expect("a summary pass");
+    let (summary, next) = (log[i].1, log[i + 1].1);
+    assert_eq!(log[i + 1].0, "round");
+    let req = backend.requests.lock().unwrap().iter().find(|r| kind_of(r) == "summary").cloned().unwrap();
+    let used = sink.events.iter().find_map(|e| match e {
+        AgentEvent::CompactionFinished { summary_pass, .. } => Some(summary_pass.clone()),
+        _ => None,
+    });
+    let want = match pass {
+        mf_agent::SummaryPass::PinnedPrefix => "pinned_prefix",
+        mf_agent::SummaryPass::Standalone => "standalone",
+    };
+    assert_eq!(used.flatten().as_deref(), Some(want));
+    (summary.decoded + next.decoded, summary.reused + next.reused, summary, next, req)
+}
+
+#[tokio::test]
+async fn when_the_live_history_does_not_fit_the_summary_pass_reuses_the_cached_pinned_prefix() {
+    let (reuse_decoded, _, summary, next, req) = compaction_cost(mf_agent::SummaryPass::PinnedPrefix).await;
+    // The request follows the pinned zone exactly as it sits in the cache.
+    assert_eq!(req.messages[0], ChatMessage::system("You investigate."));
+    assert_eq!(req.messages[1], ChatMessage::user("What is the value of k1?"));
+    assert_eq!(req.messages.len(), 3);
+    assert_eq!(req.tools.len(), 3, "the tools are part of the cached prefix");
+    let pinned = prompt_ids(&req.messages[..2], &req.tools).len() as u32;
+    assert!(summary.reused >= pinned, "summary pass reused {} < pinned {pinned}", summary.reused);
+    // The next round trims back to the pinned prefix and decodes only summary + recent.
+    assert!(next.reused >= pinned, "{next:?}");
+
+    let (standalone_decoded, standalone_reused, _, next_s, req_s) = compaction_cost(mf_agent::SummaryPass::Standalone).await;
+    assert!(req_s.tools.is_empty() && req_s.messages[0].content.contains("You compress the log"));
+    assert_eq!(standalone_reused, 0, "a standalone pass shares no prefix with the cache");
+    assert_eq!(next_s.decoded, next_s.prompt_tokens);
+    assert!(reuse_decoded + pinned <= standalone_decoded, "reuse {reuse_decoded} vs standalone {standalone_decoded} (pinned {pinned})");
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
 use futures::future::BoxFuture;
-use mf_agent::{Agent, AgentEvent, AgentSettings, Approver, DeltaSource, EventSink, FixedApprover, Store, StoreSink};
+use mf_agent::{Agent, AgentEvent, AgentSettings, Approver, DeltaSource, EventSink, FixedApprover, Store, StoreSink, SummaryPass};
 use mf_forgetting::{Message, StrategyKind};
 use mf_inference::{LlamaConfig, LlamaSession};
 use mf_tools::policy::{Approval, ApprovalRequest, Mode};
@@ -166,12 +166,26 @@ pub struct InvestigateArgs {
     /// Tools.
     #[command(flatten)]
     pub tools: ToolArgs,
+    /// Where the summary pass runs when the live history does not fit:
+    /// `pinned` (after the cached pinned zone) or `standalone` (nothing
+    /// reused; for measuring the difference).
+    #[arg(long, default_value = "pinned", value_parser = ["pinned", "standalone"])]
+    pub summary_pass: String,
+    /// Do not save the KV cache for `mf sessions resume` (it is saved to
+    /// `kv/ID.bin` beside the store after each tool-calling reply and at the end).
+    #[arg(long)]
+    pub no_kv_save: bool,
     /// Print events as JSON lines.
     #[arg(long)]
     pub json: bool,
     /// The session store (default: $MF_HOME/sessions.db, MF_HOME defaulting to ~/.local/share/measured-forgetting).
     #[arg(long)]
     pub db: Option<PathBuf>,
+}
+
+/// Where the KV cache of investigation `id` is saved for a resume.
+pub fn kv_file(db: &Path, id: i64) -> PathBuf {
+    db.parent().unwrap_or_else(|| Path::new(".")).join("kv").join(format!("{id}.bin"))
 }
 
 /// Where sessions are stored by default.
@@ -227,20 +241,37 @@ pub fn describe(e: &AgentEvent) -> Option<String> {
             truncated.as_ref().map(|t| format!(" [{t}]")).unwrap_or_default()
         ),
         AgentEvent::ToolInterrupted { name, call_id } => format!("✗ {name} ({call_id}) was interrupted"),
-        AgentEvent::Gauge { gauge: g } => format!(
-            "[gauge] pinned {} | compressible {} | recent {} | prompt {} / threshold {} | free {} (C {}, G {})",
-            g.pinned, g.compressible, g.recent, g.prompt_tokens, g.threshold, g.free, g.context, g.reserve
+        AgentEvent::Gauge { gauge: g, forecast } => format!(
+            "[gauge] pinned {} | compressible {} | recent {} | prompt {} / threshold {} | free {} (C {}, G {}){}",
+            g.pinned,
+            g.compressible,
+            g.recent,
+            g.prompt_tokens,
+            g.threshold,
+            g.free,
+            g.context,
+            g.reserve,
+            forecast
+                .map(|f| format!(" | next compaction in ~{} rounds (+{:.0} tokens/round)", f.rounds_until_compaction, f.mean_tokens_per_round))
+                .unwrap_or_default()
         ),
         AgentEvent::CompactionStarted { strategy, tokens_before, messages_before, class, .. } => format!(
             "⟳ compaction ({strategy}{}) at {tokens_before} tokens, {messages_before} messages",
             class.as_ref().map(|c| format!(", class {c}")).unwrap_or_default()
         ),
-        AgentEvent::CompactionFinished { tokens_before, tokens_after, messages_before, messages_after, summary_by, fallback_reason, appended_to_live_cache, .. } => format!(
-            "⟳ compacted {tokens_before} → {tokens_after} tokens, {messages_before} → {messages_after} messages, summary by {summary_by:?}{}{}",
-            if *appended_to_live_cache { " (appended to the live cache)" } else { "" },
+        AgentEvent::CompactionFinished { tokens_before, tokens_after, messages_before, messages_after, summary_by, fallback_reason, summary_pass, duration_ms, .. } => format!(
+            "⟳ compacted {tokens_before} → {tokens_after} tokens, {messages_before} → {messages_after} messages, summary by {summary_by:?}{}{}{}",
+            summary_pass.as_ref().map(|p| format!(" (pass: {p})")).unwrap_or_default(),
+            duration_ms.map(|d| format!(" in {d} ms")).unwrap_or_default(),
             fallback_reason.as_ref().map(|r| format!(" — fallback: {r}")).unwrap_or_default()
         ),
         AgentEvent::CompactionFailed { message, .. } => format!("⟳ compaction failed: {message}"),
+        AgentEvent::KvSnapshot { reason, slot, tokens, bytes, ms, .. } => format!("  kv saved ({reason}): {tokens} tokens, {} KiB to {slot} in {ms} ms", bytes / 1024),
+        AgentEvent::KvRestore { slot, used, snapshot_tokens, prompt_tokens, matched_tokens, note } => format!(
+            "  kv {} {slot}: snapshot {snapshot_tokens} tokens, {matched_tokens} of the prompt's {prompt_tokens} in common{}",
+            if *used { "restored from" } else { "not restored from" },
+            note.as_ref().map(|n| format!(" — {n}")).unwrap_or_default()
+        ),
         AgentEvent::Exit { reason, rounds, compactions } => format!("■ exit: {} after {rounds} rounds, {compactions} compactions", reason.describe()),
         AgentEvent::FinalAnswer { text } => format!("answer: {text}"),
         AgentEvent::Error { message } => format!("! {message}"),
@@ -339,7 +370,8 @@ pub async fn investigate(a: InvestigateArgs) -> anyhow::Result<()> {
     if !a.model.is_file() {
         return Err(UsageError(format!("no model file at {}", a.model.display())).into());
     }
-    let store = open_store(a.db.as_deref())?;
+    let db = a.db.clone().unwrap_or_else(default_db);
+    let store = open_store(Some(db.as_path()))?;
     let settings = AgentSettings {
         strategy: a.strategy,
         reserve: a.reserve,
@@ -349,6 +381,7 @@ pub async fn investigate(a: InvestigateArgs) -> anyhow::Result<()> {
         max_result_chars: a.max_result_chars,
         max_argument_bytes: a.tools.max_args_bytes,
         delta: if a.delta == "phi" { DeltaSource::Phi } else { DeltaSource::Model },
+        summary_pass: if a.summary_pass == "standalone" { SummaryPass::Standalone } else { SummaryPass::PinnedPrefix },
         ..AgentSettings::default()
     };
     let mut settings = settings;
@@ -374,6 +407,13 @@ pub async fn investigate(a: InvestigateArgs) -> anyhow::Result<()> {
         code: a.tools.code,
     };
     let id = store.create(&a.question, &serde_json::to_value(&stored)?)?;
+    if !a.no_kv_save {
+        let file = kv_file(&db, id);
+        if let Some(dir) = file.parent() {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        agent.set_kv_file(file);
+    }
     if !a.json {
         println!("session {id}");
     }
@@ -454,12 +494,22 @@ pub enum SessionsAction {
         /// How calls that need approval are answered.
         #[arg(long, value_enum, default_value = "ask")]
         approve: ApproveMode,
+        /// A user message to add before continuing (a follow-up to a finished investigation).
+        #[arg(long)]
+        follow_up: Option<String>,
+        /// Cap the rounds of this resumed run (default: the stored setting).
+        #[arg(long)]
+        safety_cap: Option<u32>,
+        /// Decode the stored history again instead of loading the saved KV cache.
+        #[arg(long)]
+        no_kv: bool,
     },
 }
 
 /// Runs `mf sessions`.
 pub async fn sessions(a: SessionsArgs) -> anyhow::Result<()> {
-    let store = open_store(a.db.as_deref())?;
+    let db = a.db.clone().unwrap_or_else(default_db);
+    let store = open_store(Some(db.as_path()))?;
     match a.action {
         SessionsAction::List => {
             let rows = store.list()?;
@@ -483,21 +533,38 @@ pub async fn sessions(a: SessionsArgs) -> anyhow::Result<()> {
                 p.emit(&e);
             }
         }
-        SessionsAction::Resume { id, model, approve } => {
+        SessionsAction::Resume { id, model, approve, follow_up, safety_cap, no_kv } => {
             let row = store.get(id)?;
             if row.status == "running" {
                 bail!("investigation {id} is still running in another process");
             }
             let s: StoredSettings = serde_json::from_value(store.settings(id)?).context("stored settings")?;
-            let history = store.history(id)?;
+            let mut history = store.history(id)?;
             if history.is_empty() {
                 bail!("investigation {id} has no stored history");
+            }
+            if let Some(text) = follow_up {
+                let next = history.iter().filter_map(|m| m.id.0.strip_prefix('m').and_then(|n| n.parse::<usize>().ok())).max().map_or(history.len(), |n| n + 1);
+                history.push(Message::user(&format!("m{next}"), &text));
             }
             let model = model.unwrap_or(s.model);
             let backend = load_model(&model, s.ctx, s.threads).await?;
             let tools = ToolArgs { workspace: s.workspace, allow_host: s.allow_host, code: s.code, approve, max_args_bytes: s.agent.max_argument_bytes };
             let registry = Arc::new(ToolRegistry::new(tools.settings()?).await?);
-            let mut agent = Agent::new(backend, registry, approver(approve), s.agent)?;
+            let mut settings = s.agent;
+            if safety_cap.is_some() {
+                settings.safety_cap = safety_cap;
+            }
+            let mut agent = Agent::new(backend, registry, approver(approve), settings)?;
+            // Saved again as the resumed run goes on; loaded first unless --no-kv.
+            let file = kv_file(&db, id);
+            if let Some(dir) = file.parent() {
+                std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            }
+            agent.set_kv_file(file);
+            if no_kv {
+                agent.skip_kv_load();
+            }
             store.mark_running(id)?;
             drive(&store, id, &mut agent, a.json, Err(history)).await?;
         }

@@ -1,11 +1,13 @@
 //! The interface the agent drives, whatever runs the model.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
 
-use crate::error::Result;
+use crate::error::{InferenceError, Result};
 use crate::types::{ChatMessage, GenerateRequest, Generation, ModelInfo, StreamEvent, ToolSpec};
 
 /// Where streamed text goes. Unbounded so a slow reader never stalls the model
@@ -34,7 +36,55 @@ impl CancelToken {
     }
 }
 
+/// Where a KV snapshot is kept.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "name", rename_all = "snake_case")]
+pub enum SnapshotSlot {
+    /// In the backend's memory under a name; a later snapshot of the same
+    /// name replaces it.
+    Memory(String),
+    /// In a file (with a `FILE.key` beside it: the model key and the token ids).
+    File(PathBuf),
+}
+
+impl std::fmt::Display for SnapshotSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SnapshotSlot::Memory(n) => write!(f, "memory:{n}"),
+            SnapshotSlot::File(p) => write!(f, "file:{}", p.display()),
+        }
+    }
+}
+
+/// A saved KV sequence: exactly the tokens it covers (positions `0..n`, in
+/// the backend's own token ids), its size, and the model + context key it is
+/// valid for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KvSnapshot {
+    /// The token ids in the cache, position by position.
+    pub tokens: Vec<i32>,
+    /// Bytes of the saved state.
+    pub bytes: u64,
+    /// The model + context key (a snapshot restores only into the same key).
+    pub key: String,
+}
+
+/// The length of the common prefix of two token sequences.
+#[must_use]
+pub fn common_prefix(a: &[i32], b: &[i32]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+fn no_kv<'a, T: Send + 'a>(backend: &str, what: &'static str) -> BoxFuture<'a, Result<T>> {
+    let backend = backend.to_owned();
+    Box::pin(async move { Err(InferenceError::KvUnsupported { backend, what }) })
+}
+
 /// A model that chats.
+///
+/// The KV calls (`keeps_kv` … `kv_restore`) have defaults for backends
+/// that keep no cache of their own (HTTP servers): they say so with
+/// [`InferenceError::KvUnsupported`], and callers go on without a snapshot.
 pub trait Backend: Send + Sync {
     /// Generates a reply to `request`, streaming text to `sink` and stopping
     /// early when `cancel` is set (the reply then has `StopReason::Cancelled`).
@@ -48,4 +98,31 @@ pub trait Backend: Send + Sync {
 
     /// What the backend knows of its model.
     fn model_info(&self) -> ModelInfo;
+
+    /// Whether this backend keeps a KV cache it can snapshot and restore.
+    fn keeps_kv(&self) -> bool {
+        false
+    }
+
+    /// The token ids of the prompt `generate` would send for this
+    /// conversation (generation prompt included), to match a snapshot against.
+    fn prompt_token_ids<'a>(&'a self, _messages: &'a [ChatMessage], _tools: &'a [ToolSpec]) -> BoxFuture<'a, Result<Vec<i32>>> {
+        no_kv(&self.model_info().backend, "token ids")
+    }
+
+    /// The token ids in the KV cache now.
+    fn cached_token_ids(&self) -> BoxFuture<'_, Result<Vec<i32>>> {
+        no_kv(&self.model_info().backend, "a KV cache")
+    }
+
+    /// Saves the cached sequence (state and token ids) to `slot`.
+    fn kv_snapshot<'a>(&'a self, _slot: &'a SnapshotSlot) -> BoxFuture<'a, Result<KvSnapshot>> {
+        no_kv(&self.model_info().backend, "KV snapshots")
+    }
+
+    /// Replaces the cache with the snapshot in `slot`. On failure the cache
+    /// is left as it was (a refused key) or empty (a failed load), never half-restored.
+    fn kv_restore<'a>(&'a self, _slot: &'a SnapshotSlot) -> BoxFuture<'a, Result<KvSnapshot>> {
+        no_kv(&self.model_info().backend, "KV snapshots")
+    }
 }

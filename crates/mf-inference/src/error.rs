@@ -89,6 +89,15 @@ pub enum InferenceError {
         /// What failed.
         reason: String,
     },
+    /// The backend keeps no KV cache of its own (an HTTP server), so it has
+    /// nothing to snapshot or restore.
+    #[error("the {backend} backend has no {what} (it keeps no KV cache of its own)")]
+    KvUnsupported {
+        /// The backend's name.
+        backend: String,
+        /// What was asked for.
+        what: &'static str,
+    },
     /// The session worker thread has stopped (after `stop`, or it died).
     #[error("the model session has stopped")]
     SessionStopped,
@@ -142,6 +151,7 @@ impl InferenceError {
             | InferenceError::Decode(_)
             | InferenceError::SnapshotMismatch { .. }
             | InferenceError::Snapshot { .. }
+            | InferenceError::KvUnsupported { .. }
             | InferenceError::SessionStopped
             | InferenceError::InvalidRequest(_)
             | InferenceError::Protocol { .. } => false,
@@ -164,6 +174,7 @@ impl InferenceError {
             | InferenceError::Decode(_)
             | InferenceError::SnapshotMismatch { .. }
             | InferenceError::Snapshot { .. }
+            | InferenceError::KvUnsupported { .. }
             | InferenceError::SessionStopped
             | InferenceError::InvalidRequest(_)
             | InferenceError::Http { .. }

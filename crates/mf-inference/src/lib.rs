@@ -27,7 +27,7 @@ pub mod thinking;
 pub mod tool_parse;
 pub mod types;
 
-pub use backend::{Backend, CancelToken, TokenSink};
+pub use backend::{Backend, CancelToken, KvSnapshot, SnapshotSlot, TokenSink, common_prefix};
 pub use error::{InferenceError, Result};
 pub use http::{OllamaBackend, OpenAiBackend};
 pub use llama::{LlamaConfig, LlamaSession};

@@ -11,6 +11,10 @@
 mod worker;
 
 use std::path::{Path, PathBuf};
+
+fn info_of(s: KvSnapshot) -> SnapshotInfo {
+    SnapshotInfo { tokens: u32::try_from(s.tokens.len()).unwrap_or(u32::MAX), bytes: s.bytes, key: s.key }
+}
 use std::sync::{Mutex, OnceLock};
 use std::thread::JoinHandle;
 
@@ -19,7 +23,7 @@ use llama_cpp_2::llama_backend::LlamaBackend;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::backend::{Backend, CancelToken, TokenSink};
+use crate::backend::{Backend, CancelToken, KvSnapshot, SnapshotSlot, TokenSink};
 use crate::error::{InferenceError, Result};
 use crate::template::{ChatTemplate, RenderOptions, RenderedPrompt};
 use crate::types::{ChatMessage, GenerateRequest, Generation, ModelInfo, Sampling, Thinking, ToolSpec};
@@ -96,12 +100,19 @@ pub(crate) enum Command {
         reply: oneshot::Sender<Result<u32>>,
     },
     Snapshot {
-        path: PathBuf,
-        reply: oneshot::Sender<Result<SnapshotInfo>>,
+        slot: SnapshotSlot,
+        reply: oneshot::Sender<Result<KvSnapshot>>,
     },
     Restore {
-        path: PathBuf,
-        reply: oneshot::Sender<Result<SnapshotInfo>>,
+        slot: SnapshotSlot,
+        reply: oneshot::Sender<Result<KvSnapshot>>,
+    },
+    TokenIds {
+        text: String,
+        reply: oneshot::Sender<Vec<i32>>,
+    },
+    CachedIds {
+        reply: oneshot::Sender<Vec<i32>>,
     },
     Clear {
         reply: oneshot::Sender<()>,
@@ -268,8 +279,8 @@ impl LlamaSession {
     /// # Errors
     /// [`InferenceError::Snapshot`] when writing fails.
     pub async fn snapshot(&self, path: &Path) -> Result<SnapshotInfo> {
-        let path = path.to_path_buf();
-        self.call(|reply| Command::Snapshot { path, reply }).await?
+        let slot = SnapshotSlot::File(path.to_path_buf());
+        self.call(|reply| Command::Snapshot { slot, reply }).await?.map(info_of)
     }
 
     /// Blocking [`snapshot`](Self::snapshot).
@@ -277,8 +288,8 @@ impl LlamaSession {
     /// # Errors
     /// As [`snapshot`](Self::snapshot).
     pub fn snapshot_blocking(&self, path: &Path) -> Result<SnapshotInfo> {
-        let path = path.to_path_buf();
-        self.call_blocking(|reply| Command::Snapshot { path, reply })?
+        let slot = SnapshotSlot::File(path.to_path_buf());
+        self.call_blocking(|reply| Command::Snapshot { slot, reply })?.map(info_of)
     }
 
     /// Replaces the cache with the snapshot at `path`.
@@ -287,8 +298,8 @@ impl LlamaSession {
     /// [`InferenceError::SnapshotMismatch`] for a snapshot of another model or
     /// context; [`InferenceError::Snapshot`] when reading fails (the cache is then empty).
     pub async fn restore(&self, path: &Path) -> Result<SnapshotInfo> {
-        let path = path.to_path_buf();
-        self.call(|reply| Command::Restore { path, reply }).await?
+        let slot = SnapshotSlot::File(path.to_path_buf());
+        self.call(|reply| Command::Restore { slot, reply }).await?.map(info_of)
     }
 
     /// Blocking [`restore`](Self::restore).
@@ -296,8 +307,34 @@ impl LlamaSession {
     /// # Errors
     /// As [`restore`](Self::restore).
     pub fn restore_blocking(&self, path: &Path) -> Result<SnapshotInfo> {
-        let path = path.to_path_buf();
-        self.call_blocking(|reply| Command::Restore { path, reply })?
+        let slot = SnapshotSlot::File(path.to_path_buf());
+        self.call_blocking(|reply| Command::Restore { slot, reply })?.map(info_of)
+    }
+
+    /// Saves the cached sequence to `slot` (memory or file), blocking.
+    ///
+    /// # Errors
+    /// [`InferenceError::Snapshot`] when saving fails.
+    pub fn kv_snapshot_blocking(&self, slot: &SnapshotSlot) -> Result<KvSnapshot> {
+        let slot = slot.clone();
+        self.call_blocking(|reply| Command::Snapshot { slot, reply })?
+    }
+
+    /// Replaces the cache with the snapshot in `slot`, blocking.
+    ///
+    /// # Errors
+    /// As [`Backend::kv_restore`].
+    pub fn kv_restore_blocking(&self, slot: &SnapshotSlot) -> Result<KvSnapshot> {
+        let slot = slot.clone();
+        self.call_blocking(|reply| Command::Restore { slot, reply })?
+    }
+
+    /// The token ids in the KV cache now, blocking.
+    ///
+    /// # Errors
+    /// [`InferenceError::SessionStopped`].
+    pub fn cached_token_ids_blocking(&self) -> Result<Vec<i32>> {
+        self.call_blocking(|reply| Command::CachedIds { reply })
     }
 
     /// Empties the KV cache.
@@ -362,5 +399,34 @@ impl Backend for LlamaSession {
 
     fn model_info(&self) -> ModelInfo {
         self.info.clone()
+    }
+
+    fn keeps_kv(&self) -> bool {
+        true
+    }
+
+    fn prompt_token_ids<'a>(&'a self, messages: &'a [ChatMessage], tools: &'a [ToolSpec]) -> BoxFuture<'a, Result<Vec<i32>>> {
+        Box::pin(async move {
+            let text = self.template.render(messages, tools, RenderOptions { add_generation_prompt: true, thinking: false })?.text;
+            self.call(|reply| Command::TokenIds { text, reply }).await
+        })
+    }
+
+    fn cached_token_ids(&self) -> BoxFuture<'_, Result<Vec<i32>>> {
+        Box::pin(self.call(|reply| Command::CachedIds { reply }))
+    }
+
+    fn kv_snapshot<'a>(&'a self, slot: &'a SnapshotSlot) -> BoxFuture<'a, Result<KvSnapshot>> {
+        Box::pin(async move {
+            let slot = slot.clone();
+            self.call(|reply| Command::Snapshot { slot, reply }).await?
+        })
+    }
+
+    fn kv_restore<'a>(&'a self, slot: &'a SnapshotSlot) -> BoxFuture<'a, Result<KvSnapshot>> {
+        Box::pin(async move {
+            let slot = slot.clone();
+            self.call(|reply| Command::Restore { slot, reply }).await?
+        })
     }
 }

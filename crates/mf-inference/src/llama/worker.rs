@@ -17,8 +17,12 @@ use llama_cpp_2::token::LlamaToken;
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
-use super::{Command, LlamaConfig, Ready, SnapshotInfo};
-use crate::backend::{CancelToken, TokenSink};
+use std::collections::HashMap;
+
+use llama_cpp_2::{LlamaStateSeqFlags, SeqState};
+
+use super::{Command, LlamaConfig, Ready};
+use crate::backend::{CancelToken, KvSnapshot, SnapshotSlot, TokenSink};
 use crate::error::{InferenceError, Result};
 use crate::reply::assemble;
 use crate::template::RenderedPrompt;
@@ -149,7 +153,7 @@ fn serve(backend: &LlamaBackend, config: &LlamaConfig, model: &LlamaModel, ready
     if ready.send(Ok(Ready { info, template, bos: bos.clone(), eos, key: key.clone() })).is_err() {
         return;
     }
-    let mut w = Worker { model, ctx, cached: Vec::new(), last_logits: None, n_batch: n_batch as usize, bos, key, partial_trim };
+    let mut w = Worker { model, ctx, cached: Vec::new(), last_logits: None, n_batch: n_batch as usize, bos, key, partial_trim, memory: HashMap::new() };
     while let Some(cmd) = rx.blocking_recv() {
         if matches!(cmd, Command::Stop) {
             break;
@@ -180,6 +184,26 @@ struct Worker<'m> {
     bos: String,
     key: String,
     partial_trim: bool,
+    /// In-memory snapshots by name: the sequence state and its tokens.
+    memory: HashMap<String, (SeqState, Vec<LlamaToken>)>,
+}
+
+/// What `FILE.key` holds beside a snapshot file.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct KeyFile {
+    /// Tokens saved.
+    tokens: u32,
+    /// Bytes of the state file.
+    bytes: u64,
+    /// The model + context key.
+    key: String,
+    /// The token ids, position by position.
+    #[serde(default)]
+    ids: Vec<i32>,
+}
+
+fn ids(tokens: &[LlamaToken]) -> Vec<i32> {
+    tokens.iter().map(|t| t.0).collect()
 }
 
 impl Worker<'_> {
@@ -191,11 +215,23 @@ impl Worker<'_> {
             Command::CountTokens { text, reply } => {
                 let _ = reply.send(Ok(self.tokenize(&text).len() as u32));
             }
-            Command::Snapshot { path, reply } => {
-                let _ = reply.send(self.snapshot(&path));
+            Command::Snapshot { slot, reply } => {
+                let _ = reply.send(match slot {
+                    SnapshotSlot::File(path) => self.snapshot(&path),
+                    SnapshotSlot::Memory(name) => self.snapshot_memory(name),
+                });
             }
-            Command::Restore { path, reply } => {
-                let _ = reply.send(self.restore(&path));
+            Command::Restore { slot, reply } => {
+                let _ = reply.send(match slot {
+                    SnapshotSlot::File(path) => self.restore(&path),
+                    SnapshotSlot::Memory(name) => self.restore_memory(&name),
+                });
+            }
+            Command::TokenIds { text, reply } => {
+                let _ = reply.send(ids(&self.tokenize(&text)));
+            }
+            Command::CachedIds { reply } => {
+                let _ = reply.send(ids(&self.cached));
             }
             Command::Clear { reply } => {
                 self.reset();
@@ -418,22 +454,35 @@ impl Worker<'_> {
         PathBuf::from(p)
     }
 
-    fn snapshot(&mut self, path: &Path) -> Result<SnapshotInfo> {
+    fn snapshot(&mut self, path: &Path) -> Result<KvSnapshot> {
         let fail = |reason: String| InferenceError::Snapshot { path: path.to_path_buf(), reason };
+        // Written beside the target and renamed, so a crash mid-write never
+        // leaves a half file under the real name; the key file, written
+        // last, carries the token ids that `restore` checks the state against.
+        let tmp = {
+            let mut p = path.as_os_str().to_owned();
+            p.push(".tmp");
+            PathBuf::from(p)
+        };
         let bytes = self
             .ctx
-            .state_seq_save_file(path, SEQ, &self.cached)
+            .state_seq_save_file(&tmp, SEQ, &self.cached)
             .map_err(|e| fail(format!("llama.cpp could not save the state: {e}")))?;
-        let info = SnapshotInfo { tokens: self.cached.len() as u32, bytes: bytes as u64, key: self.key.clone() };
-        let json = serde_json::to_vec_pretty(&info).map_err(|e| fail(e.to_string()))?;
-        std::fs::write(Self::key_path(path), json).map_err(|e| fail(format!("cannot write the key file: {e}")))?;
-        Ok(info)
+        std::fs::rename(&tmp, path).map_err(|e| fail(format!("cannot move the state file in place: {e}")))?;
+        let snap = KvSnapshot { tokens: ids(&self.cached), bytes: bytes as u64, key: self.key.clone() };
+        let key = KeyFile { tokens: snap.tokens.len() as u32, bytes: snap.bytes, key: snap.key.clone(), ids: snap.tokens.clone() };
+        let json = serde_json::to_vec_pretty(&key).map_err(|e| fail(e.to_string()))?;
+        let key_path = Self::key_path(path);
+        let key_tmp = Self::key_path(&tmp);
+        std::fs::write(&key_tmp, json).map_err(|e| fail(format!("cannot write the key file: {e}")))?;
+        std::fs::rename(&key_tmp, &key_path).map_err(|e| fail(format!("cannot move the key file in place: {e}")))?;
+        Ok(snap)
     }
 
-    fn restore(&mut self, path: &Path) -> Result<SnapshotInfo> {
+    fn restore(&mut self, path: &Path) -> Result<KvSnapshot> {
         let fail = |reason: String| InferenceError::Snapshot { path: path.to_path_buf(), reason };
         let key_json = std::fs::read(Self::key_path(path)).map_err(|e| fail(format!("cannot read its key file: {e}")))?;
-        let saved: SnapshotInfo = serde_json::from_slice(&key_json).map_err(|e| fail(format!("bad key file: {e}")))?;
+        let saved: KeyFile = serde_json::from_slice(&key_json).map_err(|e| fail(format!("bad key file: {e}")))?;
         if saved.key != self.key {
             return Err(InferenceError::SnapshotMismatch { path: path.to_path_buf(), expected: self.key.clone(), found: saved.key });
         }
@@ -450,8 +499,44 @@ impl Worker<'_> {
             self.reset();
             return Err(fail("the restored cache does not hold the saved positions".into()));
         }
+        // A key file from another save (a crash between the two renames)
+        // names other tokens: refuse rather than trust either.
+        if !saved.ids.is_empty() && saved.ids != ids(&tokens) {
+            self.reset();
+            return Err(fail("the key file's tokens differ from the state file's (an interrupted save?)".into()));
+        }
         self.cached = tokens;
         self.last_logits = None;
-        Ok(SnapshotInfo { tokens: self.cached.len() as u32, bytes: bytes as u64, key: self.key.clone() })
+        Ok(KvSnapshot { tokens: ids(&self.cached), bytes: bytes as u64, key: self.key.clone() })
+    }
+
+    fn snapshot_memory(&mut self, name: String) -> Result<KvSnapshot> {
+        let state = self
+            .ctx
+            .state_seq_get(SEQ, LlamaStateSeqFlags::empty())
+            .map_err(|e| InferenceError::Snapshot { path: PathBuf::from(format!("memory:{name}")), reason: e.to_string() })?;
+        let snap = KvSnapshot { tokens: ids(&self.cached), bytes: state.byte_len() as u64, key: self.key.clone() };
+        self.memory.insert(name, (state, self.cached.clone()));
+        Ok(snap)
+    }
+
+    fn restore_memory(&mut self, name: &str) -> Result<KvSnapshot> {
+        let fail = |reason: String| InferenceError::Snapshot { path: PathBuf::from(format!("memory:{name}")), reason };
+        let Some((state, tokens)) = self.memory.get(name) else {
+            return Err(fail("no snapshot of that name".into()));
+        };
+        let (state, tokens) = (state.clone(), tokens.clone());
+        self.reset();
+        if let Err(e) = self.ctx.state_seq_set(&state, SEQ) {
+            self.reset();
+            return Err(fail(format!("llama.cpp could not restore the state: {e}")));
+        }
+        if !self.cache_holds(tokens.len()) {
+            self.reset();
+            return Err(fail("the restored cache does not hold the saved positions".into()));
+        }
+        self.cached = tokens;
+        self.last_logits = None;
+        Ok(KvSnapshot { tokens: ids(&self.cached), bytes: state.byte_len() as u64, key: self.key.clone() })
     }
 }

@@ -185,6 +185,53 @@ fn snapshot_restore_round_trip() {
     assert!(matches!(err, InferenceError::Snapshot { .. }), "{err}");
 }
 
+/// The `Backend` snapshot calls, in memory and to a file: the tokens saved
+/// are the cached ones (as ids), a restore brings them back exactly, and
+/// greedy continuation after it equals the reply from a fresh decode.
+#[test]
+fn memory_snapshot_round_trip() {
+    use mf_inference::{KvSnapshot, SnapshotSlot};
+    let Some(s) = smol() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    s.clear_blocking().unwrap();
+    let conv = question();
+    let first = generate(&s, &conv, 12);
+    let ids = s.cached_token_ids_blocking().unwrap();
+    assert_eq!(ids.len() as u32, s.cached_tokens_blocking().unwrap());
+    for slot in [SnapshotSlot::Memory("m".into()), SnapshotSlot::File(dir.path().join("seq.bin"))] {
+        let saved: KvSnapshot = s.kv_snapshot_blocking(&slot).unwrap();
+        assert_eq!(saved.tokens, ids, "{slot}");
+        assert!(saved.bytes > 0);
+        // Disturb the cache, then restore.
+        s.clear_blocking().unwrap();
+        generate(&s, &[ChatMessage::user("Say hello.")], 4);
+        let restored = s.kv_restore_blocking(&slot).unwrap();
+        assert_eq!(restored.tokens, ids, "{slot}");
+        assert_eq!(s.cached_token_ids_blocking().unwrap(), ids);
+        let again = generate(&s, &conv, 12);
+        assert_eq!(again.usage.kv.decoded, 1, "{slot}: {:?}", again.usage.kv);
+        assert_eq!(again.raw_text, first.raw_text, "{slot}");
+        // The cache now also holds the reply: put the snapshot back for the next slot.
+        s.kv_restore_blocking(&slot).unwrap();
+    }
+    // An unknown memory slot is an error and leaves the cache alone.
+    let err = s.kv_restore_blocking(&SnapshotSlot::Memory("nope".into())).unwrap_err();
+    assert!(matches!(err, InferenceError::Snapshot { .. }), "{err}");
+    assert_eq!(s.cached_token_ids_blocking().unwrap(), ids);
+    // A key file whose token ids disagree with the state file (a save cut
+    // between its two renames) is refused, and the cache is left empty.
+    let key = dir.path().join("seq.bin.key");
+    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&key).unwrap()).unwrap();
+    v["ids"][3] = serde_json::json!(v["ids"][3].as_i64().unwrap() + 1);
+    std::fs::write(&key, v.to_string()).unwrap();
+    let err = s.kv_restore_blocking(&SnapshotSlot::File(dir.path().join("seq.bin"))).unwrap_err();
+    assert!(err.to_string().contains("differ"), "{err}");
+    assert!(s.cached_token_ids_blocking().unwrap().is_empty());
+    // No temporary files are left behind.
+    let names: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
+}
+
 #[test]
 fn snapshot_of_another_model_is_refused() {
     let Some(s) = smol() else { return };

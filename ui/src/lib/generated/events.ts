@@ -40,6 +40,25 @@ reserve: number,
  */
 messages: number, };
 
+export type Forecast = { 
+/**
+ * `threshold − prompt_tokens` (0 when at or over it).
+ */
+tokens_left: number, 
+/**
+ * Mean prompt growth per round over the last `window` rounds (no
+ * compaction inside a measured step).
+ */
+mean_tokens_per_round: number, 
+/**
+ * Rounds until the compaction is expected to fire (1: at the next round's start).
+ */
+rounds_until_compaction: number, 
+/**
+ * Rounds the mean is taken over.
+ */
+window: number, };
+
 export type KvFigures = { 
 /**
  * Tokens of the prompt.
@@ -70,7 +89,7 @@ prefill_ms: number,
  */
 decode_ms: number, };
 
-export type Purpose = "round" | "summary" | "probe" | "answer";
+export type Purpose = "round" | "summary" | "probe" | "answer" | "prefill";
 
 export type ExitReason = { "kind": "final_answer" } | { "kind": "repeated_tool_call", 
 /**
@@ -270,7 +289,12 @@ name: string, } | { "type": "gauge",
 /**
  * The figures.
  */
-gauge: Gauge, } | { "type": "compaction_started", 
+gauge: Gauge, 
+/**
+ * When the next compaction is expected (null when unknown: no
+ * round measured yet, or the prompt is not growing).
+ */
+forecast?: Forecast | null, } | { "type": "compaction_started", 
 /**
  * The round.
  */
@@ -332,9 +356,21 @@ fallback_reason: string | null,
  */
 summary: string | null, 
 /**
- * Whether the summary pass ran as an append to the live prompt (KV prefix reused).
+ * Whether the summary pass ran as an append to a cached prompt (KV prefix reused).
  */
 appended_to_live_cache: boolean, 
+/**
+ * Which prompt the summary pass used: `live_with_log`, `live_instruction`
+ * (the whole live history + the request), `pinned_prefix` (the cached
+ * pinned zone + the request with its log), `standalone` (system +
+ * request, nothing reused); null without a summary pass.
+ */
+summary_pass?: string | null, 
+/**
+ * Wall time of the whole compaction (snapshot, plan, summary pass,
+ * apply, measuring), milliseconds; null only in events stored before it was measured.
+ */
+duration_ms?: number | null, 
 /**
  * Ids kept verbatim in the summary message.
  */
@@ -366,7 +402,55 @@ round: number,
 /**
  * Why.
  */
-message: string, } | { "type": "kv", 
+message: string, } | { "type": "kv_snapshot", 
+/**
+ * The round.
+ */
+round: number, 
+/**
+ * Why: `before_compaction` or `resume_point`.
+ */
+reason: string, 
+/**
+ * Where: `memory:NAME` or `file:PATH`.
+ */
+slot: string, 
+/**
+ * Tokens it covers.
+ */
+tokens: number, 
+/**
+ * Bytes of the saved state.
+ */
+bytes: number, 
+/**
+ * Wall time of the save, milliseconds.
+ */
+ms: number, } | { "type": "kv_restore", 
+/**
+ * Where: `memory:NAME` or `file:PATH`.
+ */
+slot: string, 
+/**
+ * Whether the snapshot was loaded into the cache.
+ */
+used: boolean, 
+/**
+ * Tokens the snapshot covers (0 when there was none).
+ */
+snapshot_tokens: number, 
+/**
+ * Tokens of the prompt it was matched against.
+ */
+prompt_tokens: number, 
+/**
+ * Leading tokens the snapshot and the prompt share.
+ */
+matched_tokens: number, 
+/**
+ * Why it was not used, or what was done instead (re-decode).
+ */
+note: string | null, } | { "type": "kv", 
 /**
  * The round.
  */
