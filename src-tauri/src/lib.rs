@@ -84,6 +84,8 @@ pub struct AppState {
     next_run: AtomicU64,
     /// How long a tool call waits for the user's approval.
     pub approval_timeout: Duration,
+    /// Where `download_recommended_model` downloads from.
+    pub download: Option<models::DownloadSource>,
 }
 
 impl AppState {
@@ -108,6 +110,7 @@ impl AppState {
             benches: Mutex::new(HashMap::new()),
             next_run: AtomicU64::new(1),
             approval_timeout: approver::APPROVAL_TIMEOUT,
+            download: models::DownloadSource::recommended(),
         })
     }
 
@@ -316,6 +319,10 @@ mod tests {
     }
 
     fn mock_app(dir: &Path) -> tauri::App<tauri::test::MockRuntime> {
+        mock_app_with(dir, None)
+    }
+
+    fn mock_app_with(dir: &Path, download: Option<models::DownloadSource>) -> tauri::App<tauri::test::MockRuntime> {
         let models = dir.join("models");
         std::fs::create_dir_all(&models).unwrap();
         std::fs::write(models.join(models::TEST_MODEL_FILE), "GGUF").unwrap();
@@ -326,7 +333,10 @@ mod tests {
             scenarios: root().join("scenarios/compaction"),
             exports: dir.join("exports"),
         };
-        let state = AppState::new(paths).unwrap();
+        let mut state = AppState::new(paths).unwrap();
+        if download.is_some() {
+            state.download = download;
+        }
         let app = tauri::test::mock_builder().invoke_handler(handler()).build(tauri::test::mock_context(tauri::test::noop_assets())).unwrap();
         app.manage(state);
         app
@@ -397,6 +407,50 @@ mod tests {
             assert!(e.as_str().unwrap_or_default().contains("not allowed"), "{cmd}: {e}");
         }
         assert!(invoke(&app, "get_settings", serde_json::json!({})).is_ok());
+    }
+
+    /// Serves `body` for every request on 127.0.0.1 (HEAD gets the headers only).
+    fn serve(body: Vec<u8>) -> u16 {
+        use std::io::{Read as _, Write as _};
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for c in l.incoming() {
+                let Ok(mut c) = c else { continue };
+                let mut buf = [0u8; 4096];
+                let n = c.read(&mut buf).unwrap_or(0);
+                let head = String::from_utf8_lossy(&buf[..n]).starts_with("HEAD");
+                let _ = write!(c, "HTTP/1.1 200 OK\r\ncontent-type: application/octet-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len());
+                if !head {
+                    let _ = c.write_all(&body);
+                }
+            }
+        });
+        port
+    }
+
+    /// The download command fetches into models/, checks the sha256, and refuses a wrong one.
+    #[test]
+    fn downloads_the_recommended_model_from_a_local_server_and_checks_it() {
+        let d = tempfile::tempdir().unwrap();
+        let body: Vec<u8> = b"GGUF".iter().copied().chain((0..200_000u32).map(|i| (i % 251) as u8)).collect();
+        let sample = d.path().join("sample.bin");
+        std::fs::write(&sample, &body).unwrap();
+        let sha = mf_inference::models::download::sha256_file(&sample).unwrap();
+        let port = serve(body.clone());
+        let src = |sha256: &str, name: &str| models::DownloadSource { url: format!("http://127.0.0.1:{port}/m.gguf"), file_name: name.into(), sha256: Some(sha256.into()) };
+        let app = mock_app_with(d.path(), Some(src(&sha, "fetched.gguf")));
+        invoke(&app, "download_recommended_model", serde_json::json!({"onEvent": "__CHANNEL__:7"})).unwrap();
+        assert_eq!(std::fs::read(d.path().join("models/fetched.gguf")).unwrap(), body);
+        let listed = invoke(&app, "list_models", serde_json::json!({})).unwrap();
+        assert!(listed.as_array().unwrap().iter().any(|m| m["name"] == "fetched.gguf"), "{listed}");
+
+        let wrong = "0".repeat(64);
+        let app = mock_app_with(d.path(), Some(src(&wrong, "other.gguf")));
+        let e = invoke(&app, "download_recommended_model", serde_json::json!({"onEvent": "__CHANNEL__:8"})).unwrap_err();
+        assert_eq!(e["code"], "download", "{e}");
+        assert!(e["message"].as_str().unwrap().contains("sha256 mismatch"), "{e}");
+        assert!(!d.path().join("models/other.gguf").exists(), "a file that fails its checksum is not kept");
     }
 
     #[test]

@@ -122,21 +122,95 @@ pub fn pick_model_file() -> CmdResult<Option<String>> {
     Err(CommandError::new("unsupported", "This build has no file dialog: type the model's path, or pick one from the models/ list."))
 }
 
-/// The download of the recommended model is not wired yet (see the report):
-/// the UI says so instead of pretending.
+/// What the download reports (ui/src/lib/api.ts `DownloadEvent`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum DownloadEvent {
+    /// Bytes received so far.
+    Progress {
+        /// Bytes in the file so far (a resumed prefix included).
+        received: u64,
+        /// The full size, when the server said.
+        total: Option<u64>,
+        /// Bytes that were already there when this attempt started.
+        resumed_from: u64,
+    },
+    /// Checking the sha256.
+    Verifying,
+    /// Saved and verified.
+    Done {
+        /// The model file.
+        path: String,
+        /// Its verified sha256.
+        sha256: String,
+    },
+}
+
+/// Where the recommended model comes from (the catalog of
+/// `mf_inference::models`; tests point it at a server on 127.0.0.1).
+#[derive(Debug, Clone)]
+pub struct DownloadSource {
+    /// URL of the GGUF file.
+    pub url: String,
+    /// File name in `models/`.
+    pub file_name: String,
+    /// Known sha256; `None`: the server's LFS checksum is required.
+    pub sha256: Option<String>,
+}
+
+impl DownloadSource {
+    /// The recommended model of the catalog.
+    #[must_use]
+    pub fn recommended() -> Option<Self> {
+        let e = mf_inference::models::catalog_entry(mf_inference::models::RECOMMENDED)?;
+        Some(Self { url: e.url?.to_owned(), file_name: e.file_name.to_owned(), sha256: e.sha256.map(str::to_owned) })
+    }
+}
+
+/// Downloads the recommended model into `models/` with progress on
+/// `on_event`: an interrupted download resumes, the sha256 is checked
+/// (mf-inference's `models::download`). Returns when it is saved and verified.
 #[tauri::command]
-pub fn download_recommended_model(state: State<'_, AppState>, on_event: Channel<serde_json::Value>) -> CmdResult<()> {
-    let _ = on_event;
-    Err(CommandError::new(
-        "unsupported",
-        format!("Downloading from the app is not available in this build: put {RECOMMENDED_FILE} into {} yourself.", state.paths.models.display()),
-    ))
+pub async fn download_recommended_model(state: State<'_, AppState>, on_event: Channel<DownloadEvent>) -> CmdResult<()> {
+    let src = state.download.clone().ok_or_else(|| CommandError::new("unsupported", "The catalog has no download for the recommended model."))?;
+    let req = mf_inference::models::DownloadRequest {
+        url: src.url,
+        dest_dir: state.paths.models.clone(),
+        file_name: Some(src.file_name),
+        sha256: src.sha256,
+    };
+    let cancel = mf_inference::CancelToken::new();
+    let send = |e: DownloadEvent| {
+        let _ = on_event.send(e);
+    };
+    let done = mf_inference::models::download(
+        &req,
+        |p| match p {
+            mf_inference::models::Progress::Downloading { downloaded, total, resumed_from } => {
+                send(DownloadEvent::Progress { received: *downloaded, total: *total, resumed_from: *resumed_from });
+            }
+            mf_inference::models::Progress::Rehashing { .. } | mf_inference::models::Progress::Verifying => send(DownloadEvent::Verifying),
+            mf_inference::models::Progress::Probing => {}
+        },
+        &cancel,
+    )
+    .await
+    .map_err(|e| CommandError::new("download", e.to_string()))?;
+    send(DownloadEvent::Done { path: done.path.display().to_string(), sha256: done.sha256 });
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+
+    #[test]
+    fn the_recommended_model_has_a_download() {
+        let s = DownloadSource::recommended().unwrap();
+        assert_eq!(s.file_name, RECOMMENDED_FILE);
+        assert!(s.url.starts_with("https://"), "{}", s.url);
+    }
 
     #[test]
     fn lists_gguf_files_and_prefers_the_recommended_model() {

@@ -69,7 +69,18 @@ const api = createServer((req, res) => {
   res.writeHead(body ? 200 : 404, { 'content-type': 'application/json', connection: 'close' });
   res.end(body ?? '{"error": "no such endpoint"}');
 });
-await new Promise((ok, fail) => api.once('error', fail).listen(PORT, '127.0.0.1', ok));
+// The port is fixed (the prompts name it); mf-agent's real-model test uses it
+// too, so wait a while if that test holds it.
+for (let i = 0; ; i++) {
+  try {
+    await new Promise((ok, fail) => api.once('error', fail).listen(PORT, '127.0.0.1', ok));
+    break;
+  } catch (e) {
+    if (e.code !== 'EADDRINUSE' || i >= 120) throw e;
+    if (i === 0) console.log(`port ${PORT} is busy; waiting for it`);
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
 
 const SYSTEM =
   'You investigate by calling tools. Call exactly one tool per reply, for example:\n```json\n{"name": "http", "arguments": {"url": "http://127.0.0.1:18931/api/index.json"}}\n```\nWhen you have the facts, answer in one sentence.';
