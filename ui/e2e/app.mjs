@@ -106,7 +106,8 @@ writeFileSync(
       threads: availableParallelism(),
       gpu: false,
       thinking: false,
-      tool_approvals: { files: 'allow', http_get: 'allow', http_write: 'ask', code: 'ask' },
+      // GET asks, so the run passes through the UI's approval (the shell's UiApprover).
+      tool_approvals: { files: 'allow', http_get: 'ask', http_write: 'ask', code: 'ask' },
       workspace_roots: [],
       allowed_hosts: [`127.0.0.1:${PORT}`],
       system_prompt: SYSTEM,
@@ -172,6 +173,7 @@ try {
   check((await text('[data-testid="started"]')).includes('context 1,024') || (await text('[data-testid="started"]')).includes('context 1024'), `started at C = 1024: ${await text('[data-testid="started"]')}`);
   const prompts = [num(await text('[data-testid="count-prompt"]'))];
   let sawCompacting = false;
+  let approvals = 0;
   // Until the first compaction has finished (or the loop ends by itself);
   // then Stop: the rest of the run is not what this test is about.
   const deadline = Date.now() + 300000;
@@ -185,12 +187,19 @@ try {
       await shot('02-gauge-compacting');
     }
     if ((await compacted()) || (await ended())) break;
+    const approve = await b.$('button=Approve');
+    if ((await approve.isExisting()) && (await approve.isEnabled())) {
+      if (approvals === 0) await shot('00-approval');
+      await approve.click();
+      approvals += 1;
+    }
     await b.pause(150);
   }
   const p = num(await text('[data-testid="count-prompt"]'));
   if (p !== prompts[prompts.length - 1]) prompts.push(p);
   console.log(`  prompt tokens seen: ${prompts.join(' → ')} (${secs()} s)`);
   check(sawCompacting, 'the gauge said "Compacting now" while the compaction ran');
+  check(approvals >= 1, `tool calls waited for the user's approval and ran after it (${approvals} approved)`);
   if (!(await ended())) {
     await (await b.$('button=Stop')).click();
     await (await b.$('[data-testid="exit"]')).waitForExist({ timeout: 120000 });
