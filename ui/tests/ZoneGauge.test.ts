@@ -23,6 +23,18 @@ describe('ZoneGauge', () => {
     expect(screen.getByTestId('forecast').textContent).toContain('passes 2,000 tokens (now 77)');
   });
 
+  it("shows the agent's forecast as given, without computing one", () => {
+    // 5 rounds is not tokens_left / mean: the gauge prints what the event says.
+    const forecast = { tokens_left: 300, mean_tokens_per_round: 149.6, rounds_until_compaction: 5, window: 3 };
+    render(ZoneGauge, { gauge: gauge({ prompt_tokens: 500, threshold: 800 }), forecast });
+    expect(screen.getByTestId('forecast-rounds').textContent).toBe('Expected in 5 rounds (300 tokens left, +150 a round over the last 3).');
+  });
+
+  it('says nothing of rounds without a forecast', () => {
+    render(ZoneGauge, { gauge: gauge({ prompt_tokens: 500, threshold: 800 }), forecast: null });
+    expect(screen.queryByTestId('forecast-rounds')).toBeNull();
+  });
+
   it('shows exact counts on hover', async () => {
     render(ZoneGauge, { gauge: gauge({ compressible: 12345, context: 32768 }) });
     const seg = screen.getByTestId('seg-compressible');

@@ -97,3 +97,15 @@ describe('ledger helpers', () => {
     expect(describeExit({ kind: 'cancelled' })).toBe('cancelled');
   });
 });
+
+describe('forecast and compaction time', () => {
+  it("keeps the latest gauge's forecast (cleared when a gauge has none)", () => {
+    const s = emptyState();
+    const g = { pinned: 1, compressible: 2, recent: 3, free: 4, threshold: 10, prompt_tokens: 6, context: 20, reserve: 4, messages: 2 };
+    const forecast = { tokens_left: 4, mean_tokens_per_round: 2, rounds_until_compaction: 2, window: 2 };
+    applyEvent(s, { type: 'gauge', gauge: g, forecast });
+    expect(s.forecast).toEqual(forecast);
+    applyEvent(s, { type: 'gauge', gauge: g });
+    expect(s.forecast).toBeNull();
+  });
+});

@@ -1,7 +1,7 @@
 // Folds the agent's events into what the investigation view shows. It only
 // files events where they belong: every number it holds came in an event.
 
-import type { AgentEvent, ExitReason, Gauge, KvFigures, PlanRow, Purpose } from './events';
+import type { AgentEvent, ExitReason, Forecast, Gauge, KvFigures, PlanRow, Purpose } from './events';
 
 export interface ToolCallView {
   call_id: string;
@@ -56,6 +56,8 @@ export interface InvestigationState {
   rounds: RoundView[];
   /** The latest gauge. */
   gauge: Gauge | null;
+  /** The agent's forecast of the next compaction, with the latest gauge (null: unknown). */
+  forecast: Forecast | null;
   kv: KvEntry[];
   compactions: CompactionView[];
   exit: { reason: ExitReason; rounds: number; compactions: number } | null;
@@ -65,7 +67,7 @@ export interface InvestigationState {
 }
 
 export function emptyState(): InvestigationState {
-  return { started: null, rounds: [], gauge: null, kv: [], compactions: [], exit: null, finalAnswer: null, events: 0 };
+  return { started: null, rounds: [], gauge: null, forecast: null, kv: [], compactions: [], exit: null, finalAnswer: null, events: 0 };
 }
 
 function currentRound(s: InvestigationState): RoundView {
@@ -164,6 +166,7 @@ export function applyEvent(s: InvestigationState, e: AgentEvent): void {
     }
     case 'gauge':
       s.gauge = e.gauge;
+      s.forecast = e.forecast ?? null;
       break;
     case 'compaction_started':
       compactionFor(s, e.round).started = e;
