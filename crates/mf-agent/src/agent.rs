@@ -285,8 +285,9 @@ impl Agent {
     }
 
     /// Undoes the last compaction: gives back the history as it was before
-    /// it and restores the KV cache saved just before it (the tokens of that
-    /// history's prompt), so continuing from it decodes nothing again.
+    /// it and restores the KV cache saved just before it (exactly the tokens
+    /// cached then: the last round's prompt and reply), so continuing from
+    /// it decodes only what came after (the tool results of that round).
     /// `None` when there is nothing to undo; taking it clears it.
     ///
     /// # Errors
@@ -303,22 +304,6 @@ impl Agent {
             },
         };
         Ok(Some(Undone { history: point.history, kv, kv_error }))
-    }
-
-    /// Decodes `history` into the cache (no generation) and saves the cache
-    /// to `slot`; `None` (with an event saying why) when the backend keeps
-    /// no cache or either step fails. A failed snapshot never stops the loop.
-    async fn snapshot_history(&self, history: &[Message], slot: SnapshotSlot, reason: &str, round: u32, sink: &mut dyn EventSink) -> Option<KvSnapshot> {
-        if !self.backend.keeps_kv() {
-            return None;
-        }
-        let mut sampling = self.settings.sampling.clone();
-        sampling.max_tokens = 0;
-        if let Err(e) = self.generate(chat_history(history), self.specs.clone(), sampling, round, Purpose::Prefill, sink).await {
-            sink.emit(&AgentEvent::Error { message: format!("KV snapshot ({reason}) skipped: prefill failed: {e}") });
-            return None;
-        }
-        self.save_cache(slot, reason, round, sink).await
     }
 
     /// Saves the cache as it is to `slot`, with an event.
@@ -745,7 +730,14 @@ impl Agent {
         sink: &mut dyn EventSink,
     ) -> Result<Result<(Vec<Message>, Gauge), ExitReason>, AgentError> {
         let t0 = std::time::Instant::now();
-        let kv = self.snapshot_history(history, SnapshotSlot::Memory(BEFORE_COMPACTION.into()), "before_compaction", round, sink).await;
+        // The cache as it is (the last round's prompt and reply): decoding the
+        // new tool results first would cost their tokens for nothing when the
+        // summary pass does not append to the live history.
+        let kv = if self.backend.keeps_kv() {
+            self.save_cache(SnapshotSlot::Memory(BEFORE_COMPACTION.into()), "before_compaction", round, sink).await
+        } else {
+            None
+        };
         self.before_compaction = Some(UndoPoint { history: history.to_vec(), kv });
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<AgentEvent>();
         let job = CompactionJob {

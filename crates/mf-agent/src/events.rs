@@ -127,9 +127,6 @@ pub enum Purpose {
     Probe,
     /// The closing answer after a dynamic exit.
     Answer,
-    /// Decoding the prompt into the cache without generating (before a KV
-    /// snapshot, so the snapshot covers exactly the history it can undo to).
-    Prefill,
 }
 
 /// Why the loop stopped (METHOD.md §2: dynamic exits, no round cap).

@@ -634,20 +634,21 @@ async fn a_kv_snapshot_before_each_compaction_and_undo_restores_history_and_cach
     assert_eq!(out.reason, ExitReason::FinalAnswer);
     assert!(out.compactions >= 1);
     let ev = &sink.events;
-    // Every compaction is preceded by a prefill of exactly its history and a snapshot of it.
+    // Every compaction is preceded by a snapshot of the cache as it was:
+    // the last round's prompt and reply (nothing decoded for it).
     let mut last_before = None;
     for (i, e) in ev.iter().enumerate() {
-        if let AgentEvent::CompactionStarted { messages_before, tokens_before, rows, .. } = e {
+        if let AgentEvent::CompactionStarted { messages_before, rows, .. } = e {
             let AgentEvent::KvSnapshot { reason, slot, tokens, .. } = &ev[i - 1] else { panic!("no snapshot before the compaction: {:?}", ev[i - 1]) };
             assert_eq!(reason, "before_compaction");
             assert_eq!(slot, "memory:before_compaction");
-            assert!(matches!(&ev[i - 2], AgentEvent::Kv { purpose: mf_agent::Purpose::Prefill, completion_tokens: 0, .. }), "{:?}", ev[i - 2]);
-            // The snapshot covers the prompt that was measured for the trigger.
-            assert_eq!(*tokens, *tokens_before);
+            let AgentEvent::Gauge { .. } = &ev[i - 2] else { panic!("the snapshot decoded something: {:?}", ev[i - 2]) };
             last_before = Some((*messages_before, rows.iter().map(|r| r.id.clone()).collect::<Vec<_>>(), *tokens));
         }
     }
     let (n, ids, tokens) = last_before.unwrap();
+    let log = backend.kv_log.lock().unwrap().clone();
+    assert!(log.iter().all(|(k, _)| *k != "prefill"));
 
     // Undo: the history before the last compaction and its cache come back.
     let undone = agent.undo_compaction().await.unwrap().unwrap();
@@ -659,14 +660,19 @@ async fn a_kv_snapshot_before_each_compaction_and_undo_restores_history_and_cach
     let want = prompt_ids(&chat, &specs);
     let kv = undone.kv.unwrap();
     assert_eq!(kv.tokens.len() as u32, tokens);
-    assert_eq!(kv.tokens, want, "the snapshot is exactly the undone history's prompt");
-    assert_eq!(*backend.cache.lock().unwrap(), want, "the cache holds it again");
-    // Continuing from it decodes only the last prompt token again.
+    assert_eq!(*backend.cache.lock().unwrap(), kv.tokens, "the cache holds the snapshot again");
+    // It is the prompt through the last round (the undone history less its
+    // last call and result), then that round's reply.
+    let through_last_round = prompt_ids(&chat[..chat.len() - 2], &specs);
+    assert_eq!(&kv.tokens[..through_last_round.len()], &through_last_round[..]);
+    assert_eq!(common_prefix(&kv.tokens, &want), through_last_round.len());
+    // Continuing from it decodes only the last call and its result.
     let g = backend
         .generate(GenerateRequest { messages: chat, tools: specs, sampling: mf_inference::Sampling::greedy(8) }, None, CancelToken::new())
         .await
         .unwrap();
-    assert_eq!(g.usage.kv.decoded, 1, "{:?}", g.usage.kv);
+    assert_eq!(g.usage.kv.reused as usize, through_last_round.len(), "{:?}", g.usage.kv);
+    assert_eq!(g.usage.kv.decoded as usize, want.len() - through_last_round.len());
     // Taken once.
     assert!(agent.undo_compaction().await.unwrap().is_none());
 }
@@ -678,7 +684,7 @@ async fn a_backend_without_a_cache_compacts_without_snapshots_and_undo_gives_the
     let mut sink = VecSink::default();
     let out = agent.run("What is the value of k1?", &mut sink).await.unwrap();
     assert!(out.compactions >= 1);
-    assert!(!sink.events.iter().any(|e| matches!(e, AgentEvent::KvSnapshot { .. } | AgentEvent::Kv { purpose: mf_agent::Purpose::Prefill, .. })));
+    assert!(!sink.events.iter().any(|e| matches!(e, AgentEvent::KvSnapshot { .. })));
     let undone = agent.undo_compaction().await.unwrap().unwrap();
     assert!(undone.kv.is_none());
     assert!(undone.kv_error.unwrap().contains("no KV snapshot"));

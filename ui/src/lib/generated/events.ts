@@ -89,7 +89,7 @@ prefill_ms: number,
  */
 decode_ms: number, };
 
-export type Purpose = "round" | "summary" | "probe" | "answer" | "prefill";
+export type Purpose = "round" | "summary" | "probe" | "answer";
 
 export type ExitReason = { "kind": "final_answer" } | { "kind": "repeated_tool_call", 
 /**
