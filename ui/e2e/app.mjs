@@ -70,13 +70,15 @@ const api = createServer((req, res) => {
   res.end(body ?? '{"error": "no such endpoint"}');
 });
 // The port is fixed (the prompts name it); mf-agent's real-model test uses it
-// too, so wait a while if that test holds it.
+// too, so wait (up to 5 minutes) while that test holds it.
 for (let i = 0; ; i++) {
   try {
     await new Promise((ok, fail) => api.once('error', fail).listen(PORT, '127.0.0.1', ok));
     break;
   } catch (e) {
-    if (e.code !== 'EADDRINUSE' || i >= 120) throw e;
+    api.removeAllListeners('listening');
+    api.removeAllListeners('error');
+    if (e.code !== 'EADDRINUSE' || i >= 300) throw e;
     if (i === 0) console.log(`port ${PORT} is busy; waiting for it`);
     await new Promise((r) => setTimeout(r, 1000));
   }
@@ -210,6 +212,7 @@ try {
   const compactions = await b.$$('[data-testid="compaction"]');
   check(compactions.length >= 1, `a compaction is in the timeline (${compactions.length})`);
   check(num(await text('[data-testid="count-context"]')) === 1024, 'the gauge shows C = 1024');
+  await b.execute(() => window.scrollTo(0, 0));
   await shot('01-investigation');
 
   if (compactions.length >= 1) {
