@@ -44,12 +44,12 @@ fn world() -> Vec<(&'static str, String)> {
 /// Serves the world; returns the paths requested.
 fn serve() -> Arc<Mutex<Vec<String>>> {
     // Fixed port (it is in the prompt); another process may hold it for a
-    // while on a shared machine, so wait up to two minutes for it.
+    // while on a shared machine, so wait up to ten minutes for it.
     let mut tries = 0;
     let l = loop {
         match TcpListener::bind(("127.0.0.1", PORT)) {
             Ok(l) => break l,
-            Err(e) if tries < 120 => {
+            Err(e) if tries < 600 => {
                 if tries == 0 {
                     eprintln!("port {PORT} is taken ({e}); waiting");
                 }

@@ -1,0 +1,235 @@
+//! `mf investigate` end to end through the built binary with the real
+//! SmolLM2-135M against a JSON world served on 127.0.0.1 by this test, then
+//! `mf sessions list / show / resume` on what it stored.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{Read as _, Write as _};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+
+/// Fixed: the model's behaviour depends on the prompt's text, URL included.
+const PORT: u16 = 18931;
+const CTX: u64 = 1024;
+const RESERVE: u64 = 128;
+
+fn model() -> Option<PathBuf> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../models/SmolLM2-135M-Instruct.Q4_1.gguf");
+    if p.is_file() {
+        Some(p)
+    } else {
+        eprintln!("skipped: {} is missing (run scripts/setup.sh)", p.display());
+        None
+    }
+}
+
+fn world() -> Vec<(&'static str, String)> {
+    let mut disks = Vec::new();
+    for i in 1..=12 {
+        let used = if i == 7 { 97 } else { 30 + (i * 7) % 60 };
+        disks.push(serde_json::json!({"host": format!("web-{i:02}"), "device": "sda", "used_pct": used, "mount": "/var/cache/images", "model": "Samsung PM883 960GB", "serial": format!("S4{i:04}XYZ")}));
+    }
+    vec![
+        ("/api/index.json", r#"{"endpoints": ["/api/disks.json", "/api/hosts/web-03.json", "/api/teams/storage.json"], "note": "Start with disks."}"#.into()),
+        ("/api/disks.json", serde_json::json!({ "disks": disks }).to_string()),
+        ("/api/hosts/web-03.json", r#"{"host": "web-03", "role": "image cache", "owner_team": "storage", "team_url": "/api/teams/storage.json", "rack": "B7"}"#.into()),
+        ("/api/teams/storage.json", r#"{"team": "storage", "lead": "Priya Raman", "oncall": "Tomas Berg"}"#.into()),
+    ]
+}
+
+/// Serves the world; returns the paths requested.
+fn serve() -> Arc<Mutex<Vec<String>>> {
+    // Fixed port (it is in the prompt); another process may hold it for a
+    // while on a shared machine, so wait up to ten minutes for it.
+    let mut tries = 0;
+    let l = loop {
+        match TcpListener::bind(("127.0.0.1", PORT)) {
+            Ok(l) => break l,
+            Err(e) if tries < 600 => {
+                if tries == 0 {
+                    eprintln!("port {PORT} is taken ({e}); waiting");
+                }
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_secs(1));
+            }
+            Err(e) => panic!("port {PORT} is taken ({e}); this test needs it"),
+        }
+    };
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    let pages = world();
+    std::thread::spawn(move || {
+        for conn in l.incoming() {
+            let Ok(mut c) = conn else { continue };
+            let mut buf = [0u8; 8192];
+            let n = c.read(&mut buf).unwrap_or(0);
+            let req = String::from_utf8_lossy(&buf[..n]);
+            let path = req.split_whitespace().nth(1).unwrap_or("/").to_string();
+            s2.lock().unwrap().push(path.clone());
+            let (status, body) = match pages.iter().find(|(p, _)| *p == path) {
+                Some((_, b)) => ("200 OK", b.clone()),
+                None => ("404 Not Found", r#"{"error": "no such endpoint"}"#.to_string()),
+            };
+            let _ = write!(c, "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
+        }
+    });
+    seen
+}
+
+fn mf(args: &[&str], home: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mf")).args(args).env("MF_HOME", home).output().unwrap()
+}
+
+/// The JSON event lines of a run; every stdout line must be one.
+fn events(out: &Output) -> Vec<Value> {
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON event line ({e}): {l}"));
+            assert!(v["type"].is_string(), "{l}");
+            v
+        })
+        .collect()
+}
+
+fn of_type<'a>(ev: &'a [Value], t: &str) -> Vec<&'a Value> {
+    ev.iter().filter(|e| e["type"] == t).collect()
+}
+
+/// Every generation fits the window: prompt + its longest reply ≤ C; every gauge too.
+fn assert_within_window(ev: &[Value]) {
+    for e in of_type(ev, "gauge") {
+        let g = &e["gauge"];
+        assert_eq!(g["context"], CTX);
+        // Measured at a round's start, before a compaction: within the window, not yet within C − G.
+        assert!(g["prompt_tokens"].as_u64().unwrap() <= CTX, "gauge over the window: {e}");
+    }
+    for e in of_type(ev, "kv") {
+        let most = match e["purpose"].as_str().unwrap() {
+            "summary" => 256,
+            "probe" => 64,
+            _ => RESERVE,
+        };
+        let prompt = e["stats"]["prompt_tokens"].as_u64().unwrap();
+        assert!(prompt + most <= CTX, "{e}");
+        assert!(e["completion_tokens"].as_u64().unwrap() <= most, "{e}");
+    }
+}
+
+/// The restore event of a resumed run, the KV figures of its first
+/// generation (a round, or a summary pass when it compacts first), and the
+/// prompt tokens it decoded in all.
+fn resume_figures(ev: &[Value]) -> (Value, Value, u64) {
+    let restore = of_type(ev, "kv_restore").first().copied().cloned().expect("a resumed run says whether it loaded the KV snapshot");
+    let first = of_type(ev, "kv").first().copied().cloned().expect("a generation ran");
+    let total = of_type(ev, "kv").iter().map(|e| e["stats"]["decoded"].as_u64().unwrap()).sum();
+    (restore, first["stats"].clone(), total)
+}
+
+const SYSTEM: &str = "You investigate by calling tools. Call exactly one tool per reply, for example:\n```json\n{\"name\": \"http\", \"arguments\": {\"url\": \"http://127.0.0.1:18931/api/index.json\"}}\n```\nWhen you have the facts, answer in one sentence.";
+const QUESTION: &str = "First call the http tool with url http://127.0.0.1:18931/api/disks.json, then call the http tool with url http://127.0.0.1:18931/api/hosts/web-03.json, then say who owns web-03.";
+
+#[test]
+fn investigate_stores_everything_and_sessions_list_show_resume_through_the_binary() {
+    let Some(model) = model() else { return };
+    let model = model.to_str().unwrap().to_owned();
+    let requests = serve();
+    let home = tempfile::tempdir().unwrap();
+    let host = format!("127.0.0.1:{PORT}");
+    let t0 = std::time::Instant::now();
+    let out = mf(
+        &[
+            "investigate", QUESTION, "--system", SYSTEM, "--strategy", "v2", "--model", &model, "--ctx", "1024", "--reserve", "128", "--ratio", "0.9",
+            "--max-result-chars", "250", "--allow-host", &host, "--approve", "auto", "--safety-cap", "6", "--json",
+        ],
+        home.path(),
+    );
+    eprintln!("investigate: {:.1} s, requests {:?}", t0.elapsed().as_secs_f64(), requests.lock().unwrap());
+    assert!(out.status.success(), "exit {:?}: {}", out.status, String::from_utf8_lossy(&out.stderr));
+    let ev = events(&out);
+
+    // The run: started, reached the world, compacted, never left the window, ended with a reason.
+    assert_eq!(ev[0]["type"], "started");
+    assert!(requests.lock().unwrap().iter().any(|p| p == "/api/disks.json"), "the model never fetched the disks");
+    assert_within_window(&ev);
+    let finished = of_type(&ev, "compaction_finished");
+    assert!(!finished.is_empty(), "no compaction fired at C = 1024");
+    for f in &finished {
+        assert!(f["tokens_after"].as_u64() < f["tokens_before"].as_u64(), "{f}");
+        assert!(f["duration_ms"].as_u64().unwrap() > 0, "{f}");
+    }
+    // Each compaction was preceded by a KV snapshot, and the gauge that follows it carries a forecast field.
+    assert_eq!(of_type(&ev, "kv_snapshot").iter().filter(|e| e["reason"] == "before_compaction").count(), of_type(&ev, "compaction_started").len());
+    assert!(of_type(&ev, "gauge").iter().all(|g| g.get("forecast").is_some()));
+    let exit = ev.last().unwrap();
+    assert_eq!(exit["type"], "exit", "the last event is the exit");
+    let reason = exit["reason"]["kind"].as_str().unwrap().to_owned();
+    for e in &ev {
+        if e["type"] == "kv" || e["type"] == "compaction_finished" || e["type"] == "exit" || e["type"] == "kv_snapshot" {
+            let mut e = e.clone();
+            for k in ["report", "summary", "notes", "verbatim", "summarised", "masked", "dropped"] {
+                e.as_object_mut().unwrap().remove(k);
+            }
+            eprintln!("{e}");
+        }
+    }
+    // The KV cache was saved beside the store for a resume.
+    assert!(home.path().join("kv/1.bin").is_file());
+
+    // sessions list: one finished investigation with every event stored.
+    let list = mf(&["sessions", "list", "--json"], home.path());
+    assert!(list.status.success());
+    let rows: Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 1);
+    assert_eq!(rows[0]["id"], 1);
+    assert_eq!(rows[0]["status"], "finished");
+    assert_eq!(rows[0]["events"].as_u64().unwrap() as usize, ev.len());
+    assert!(rows[0]["exit_reason"].as_str().unwrap().len() > 3);
+    // sessions show: the stored events are exactly the lines printed.
+    let show = mf(&["sessions", "show", "1", "--json"], home.path());
+    assert!(show.status.success());
+    assert_eq!(String::from_utf8_lossy(&show.stdout), String::from_utf8_lossy(&out.stdout));
+    let human = mf(&["sessions", "show", "1"], home.path());
+    assert!(String::from_utf8_lossy(&human.stdout).contains("⟳ compacted"));
+
+    // sessions resume, once decoding the stored history again and once from the saved KV cache.
+    let follow = "Who owns web-03? Answer in one sentence.";
+    let again = mf(&["sessions", "resume", "1", "--approve", "auto", "--json", "--safety-cap", "1", "--no-kv", "--follow-up", follow], home.path());
+    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+    let ev2 = events(&again);
+    assert_eq!(ev2[0]["type"], "started");
+    assert_eq!(ev2[0]["resumed"], true);
+    assert_within_window(&ev2);
+    let (restore, first, total) = resume_figures(&ev2);
+    assert_eq!(restore["used"], false);
+    assert_eq!(first["reused"], 0, "without the snapshot the first prompt is decoded whole: {first}");
+    assert_eq!(first["decoded"], first["prompt_tokens"]);
+    eprintln!("resume without the KV snapshot: {restore} / first generation {first} / decoded in all {total}");
+
+    let resumed = mf(&["sessions", "resume", "1", "--approve", "auto", "--json", "--safety-cap", "1"], home.path());
+    assert!(resumed.status.success(), "{}", String::from_utf8_lossy(&resumed.stderr));
+    let ev3 = events(&resumed);
+    assert_within_window(&ev3);
+    let (restore, first, total) = resume_figures(&ev3);
+    eprintln!("resume with the KV snapshot: {restore} / first generation {first} / decoded in all {total}");
+    assert_eq!(restore["used"], true, "{restore}");
+    // The first generation reuses the loaded cache: all that matched when it
+    // is a round, the pinned prefix when a compaction's summary pass comes first.
+    let reused = first["reused"].as_u64().unwrap();
+    assert!(reused > 300 && reused <= restore["matched_tokens"].as_u64().unwrap(), "{first} vs {restore}");
+    if ev3.iter().find(|e| e["type"] == "kv").unwrap()["purpose"] == "round" {
+        assert_eq!(first["reused"], restore["matched_tokens"]);
+    }
+    assert_eq!(ev3.last().unwrap()["type"], "exit");
+
+    // The store has all three runs' events, in order, and the status is final again.
+    let show = mf(&["sessions", "show", "1", "--json"], home.path());
+    let all = events(&show);
+    assert_eq!(all.len(), ev.len() + ev2.len() + ev3.len());
+    let list: Value = serde_json::from_slice(&mf(&["sessions", "list", "--json"], home.path()).stdout).unwrap();
+    assert_eq!(list[0]["status"], "finished");
+    eprintln!("first run exit: {reason}; total {:.1} s", t0.elapsed().as_secs_f64());
+}
