@@ -19,7 +19,7 @@ pub const SMOL: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 pub const GEMMA: &str = "gemma-3-270m-q4_k_m.gguf";
 
 /// The chat template in a GGUF header, read without loading the model.
-pub fn gguf_chat_template(path: &PathBuf) -> Option<String> {
+pub fn gguf_chat_template(path: &std::path::Path) -> Option<String> {
     mf_inference::models::gguf::read_info(path).expect("a readable GGUF header").chat_template
 }
 
