@@ -16,6 +16,7 @@ pub mod agent;
 pub mod compact;
 pub mod error;
 pub mod events;
+pub mod kv_files;
 pub mod store;
 pub mod tools;
 

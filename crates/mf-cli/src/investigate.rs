@@ -175,6 +175,11 @@ pub struct InvestigateArgs {
     /// `kv/ID.bin` beside the store after each tool-calling reply and at the end).
     #[arg(long)]
     pub no_kv_save: bool,
+    /// How many saved KV caches to keep (the most recent; older ones are
+    /// deleted when a run starts: one cache is the whole context's state,
+    /// gigabytes for an 8B model at 16K).
+    #[arg(long, default_value_t = 3)]
+    pub kv_keep: usize,
     /// Print events as JSON lines.
     #[arg(long)]
     pub json: bool,
@@ -186,6 +191,24 @@ pub struct InvestigateArgs {
 /// Where the KV cache of investigation `id` is saved for a resume.
 pub fn kv_file(db: &Path, id: i64) -> PathBuf {
     db.parent().unwrap_or_else(|| Path::new(".")).join("kv").join(format!("{id}.bin"))
+}
+
+/// The cache file of investigation `id`, its folder created and the older
+/// caches beyond `keep` deleted (said on stderr).
+fn prepare_kv_file(db: &Path, id: i64, keep: usize) -> anyhow::Result<PathBuf> {
+    let file = kv_file(db, id);
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let pruned = mf_agent::kv_files::prune(dir, keep, Some(&file)).with_context(|| format!("pruning saved caches in {}", dir.display()))?;
+        if !pruned.files.is_empty() {
+            eprintln!(
+                "deleted {} older saved KV cache(s), {:.1} MB (keeping {keep}; --kv-keep)",
+                pruned.files.len(),
+                pruned.bytes as f64 / 1e6
+            );
+        }
+    }
+    Ok(file)
 }
 
 /// Where sessions are stored by default.
@@ -408,11 +431,7 @@ pub async fn investigate(a: InvestigateArgs) -> anyhow::Result<()> {
     };
     let id = store.create(&a.question, &serde_json::to_value(&stored)?)?;
     if !a.no_kv_save {
-        let file = kv_file(&db, id);
-        if let Some(dir) = file.parent() {
-            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        }
-        agent.set_kv_file(file);
+        agent.set_kv_file(prepare_kv_file(&db, id, a.kv_keep)?);
     }
     if !a.json {
         println!("session {id}");
@@ -503,6 +522,9 @@ pub enum SessionsAction {
         /// Decode the stored history again instead of loading the saved KV cache.
         #[arg(long)]
         no_kv: bool,
+        /// How many saved KV caches to keep (see `mf investigate --kv-keep`).
+        #[arg(long, default_value_t = 3)]
+        kv_keep: usize,
     },
 }
 
@@ -533,7 +555,7 @@ pub async fn sessions(a: SessionsArgs) -> anyhow::Result<()> {
                 p.emit(&e);
             }
         }
-        SessionsAction::Resume { id, model, approve, follow_up, safety_cap, no_kv } => {
+        SessionsAction::Resume { id, model, approve, follow_up, safety_cap, no_kv, kv_keep } => {
             let row = store.get(id)?;
             if row.status == "running" {
                 bail!("investigation {id} is still running in another process");
@@ -557,11 +579,7 @@ pub async fn sessions(a: SessionsArgs) -> anyhow::Result<()> {
             }
             let mut agent = Agent::new(backend, registry, approver(approve), settings)?;
             // Saved again as the resumed run goes on; loaded first unless --no-kv.
-            let file = kv_file(&db, id);
-            if let Some(dir) = file.parent() {
-                std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-            }
-            agent.set_kv_file(file);
+            agent.set_kv_file(prepare_kv_file(&db, id, kv_keep)?);
             if no_kv {
                 agent.skip_kv_load();
             }
