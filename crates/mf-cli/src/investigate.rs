@@ -124,9 +124,10 @@ fn parse_strategy(s: &str) -> Result<StrategyKind, String> {
 pub struct InvestigateArgs {
     /// The question.
     pub question: String,
-    /// The GGUF model.
+    /// The GGUF model (default: `models/Qwen3-8B-Q4_K_M.gguf` when present,
+    /// else the SmolLM2 test model in `models/`).
     #[arg(long)]
-    pub model: PathBuf,
+    pub model: Option<PathBuf>,
     /// Compaction strategy: none, baseline, masking, v1, v2, v2.1.
     #[arg(long, default_value = "v2", value_parser = parse_strategy)]
     pub strategy: StrategyKind,
@@ -389,9 +390,25 @@ async fn drive(
 }
 
 /// Runs `mf investigate`.
-pub async fn investigate(a: InvestigateArgs) -> anyhow::Result<()> {
-    if !a.model.is_file() {
-        return Err(UsageError(format!("no model file at {}", a.model.display())).into());
+pub async fn investigate(mut a: InvestigateArgs) -> anyhow::Result<()> {
+    let model = match a.model.take() {
+        Some(m) => m,
+        None => match mf_inference::models::default_model(Path::new("models")) {
+            Some(mf_inference::models::DefaultModel::Recommended { path }) => path,
+            Some(mf_inference::models::DefaultModel::TestFallback { path }) => {
+                eprintln!("note: using the small test model {} (answers poorly); `mf models download` fetches Qwen3 8B", path.display());
+                path
+            }
+            None => {
+                return Err(UsageError(
+                    "no --model given and no default model in ./models (run `make setup` or `mf models download`)".into(),
+                )
+                .into());
+            }
+        },
+    };
+    if !model.is_file() {
+        return Err(UsageError(format!("no model file at {}", model.display())).into());
     }
     let db = a.db.clone().unwrap_or_else(default_db);
     let store = open_store(Some(db.as_path()))?;
@@ -417,11 +434,11 @@ pub async fn investigate(a: InvestigateArgs) -> anyhow::Result<()> {
         Some(p) => AgentSettings { system_prompt: p.clone(), ..settings },
         None => settings,
     };
-    let backend = load_model(&a.model, a.ctx, a.threads).await?;
+    let backend = load_model(&model, a.ctx, a.threads).await?;
     let registry = Arc::new(ToolRegistry::new(a.tools.settings()?).await.context("setting up the tools")?);
     let mut agent = Agent::new(backend, registry, approver(a.tools.approve), settings.clone()).map_err(|e| UsageError(e.to_string()))?;
     let stored = StoredSettings {
-        model: std::fs::canonicalize(&a.model).unwrap_or(a.model.clone()),
+        model: std::fs::canonicalize(&model).unwrap_or(model.clone()),
         ctx: a.ctx,
         threads: a.threads,
         agent: settings,
