@@ -279,6 +279,10 @@ fn run_agentic(a: AgenticArgs) -> Result<()> {
     let mut runs = Vec::new();
     for lw in &worlds {
         for &s in &cfg.strategies {
+            // Every run starts from an empty KV cache: greedy replies after a
+            // reused prefix can differ from a fresh decode, so without this the
+            // first strategy of a world would run under other conditions.
+            session.clear_blocking().context("cannot clear the KV cache")?;
             let backend: Arc<dyn mf_inference::Backend> = session.clone();
             let r = rt.block_on(agentic::run_world(backend, &lw.world, s, &cfg))?;
             eprintln!(
