@@ -11,10 +11,7 @@ use tauri::ipc::Channel;
 use crate::AppState;
 use crate::error::{CmdResult, CommandError};
 
-/// The recommended model's file name in `models/`.
-pub const RECOMMENDED_FILE: &str = "Qwen3-8B-Q4_K_M.gguf";
-/// The small instruct test model `scripts/setup.sh` fetches.
-pub const TEST_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+pub use mf_inference::models::{RECOMMENDED_FILE, TEST_FALLBACK_FILE as TEST_MODEL_FILE};
 
 /// A model file (ui/src/lib/api.ts `ModelInfo`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -27,51 +24,34 @@ pub struct ModelInfo {
     pub size_bytes: u64,
 }
 
-/// The `.gguf` files in `dir`, by name; a missing folder is an empty list.
+/// The `.gguf` files in `dir`, by name (mf-inference's `models::list`, without
+/// interrupted downloads); a missing folder is an empty list.
 ///
 /// # Errors
 /// `models_dir` when the folder exists but cannot be read.
 pub fn local_models(dir: &Path) -> CmdResult<Vec<ModelInfo>> {
-    let err = |e: std::io::Error| CommandError::new("models_dir", format!("cannot read {}: {e}", dir.display()));
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(err(e)),
-    };
-    let mut out = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(err)?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.ends_with(".gguf") {
-            continue;
-        }
-        let Ok(meta) = std::fs::metadata(entry.path()) else { continue };
-        if meta.is_file() {
-            out.push(ModelInfo { name, path: entry.path().display().to_string(), size_bytes: meta.len() });
-        }
-    }
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(out)
+    let found = mf_inference::models::list(dir).map_err(|e| CommandError::new("models_dir", format!("cannot read {}: {e}", dir.display())))?;
+    Ok(found
+        .into_iter()
+        .filter(|m| !m.partial)
+        .map(|m| ModelInfo { name: m.file_name, path: m.path.display().to_string(), size_bytes: m.size_bytes })
+        .collect())
 }
 
-/// The default model in `dir` and, when it is only the test model, a notice
-/// for the UI. `None` when neither is there.
+/// The default model in `dir` (mf-inference's `models::default_model`) and,
+/// when it is only the test model, a notice for the UI. `None` when neither is there.
 #[must_use]
 pub fn default_model(dir: &Path) -> Option<(PathBuf, Option<String>)> {
-    let rec = dir.join(RECOMMENDED_FILE);
-    if rec.is_file() {
-        return Some((rec, None));
-    }
-    let test = dir.join(TEST_MODEL_FILE);
-    test.is_file().then(|| {
-        (
-            test,
+    match mf_inference::models::default_model(dir)? {
+        mf_inference::models::DefaultModel::Recommended { path } => Some((path, None)),
+        mf_inference::models::DefaultModel::TestFallback { path } => Some((
+            path,
             Some(format!(
                 "Running the small test model {TEST_MODEL_FILE}: it works end to end but answers poorly. Put {RECOMMENDED_FILE} in {} (or choose a model in Settings) for real investigations.",
                 dir.display()
             )),
-        )
-    })
+        )),
+    }
 }
 
 /// What the app runs with (shown as a banner when `notice` is set).

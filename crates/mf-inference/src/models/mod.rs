@@ -35,13 +35,17 @@ pub struct CatalogEntry {
 
 /// The recommended default model's id.
 pub const RECOMMENDED: &str = "qwen3-8b-q4km";
+/// The recommended model's file name in `models/`.
+pub const RECOMMENDED_FILE: &str = "Qwen3-8B-Q4_K_M.gguf";
 /// The instruct test model used when the recommended one is absent.
 pub const TEST_FALLBACK: &str = "smollm2-135m-q4_1";
+/// The test model's file name in `models/`.
+pub const TEST_FALLBACK_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 
 static CATALOG: [CatalogEntry; 3] = [
     CatalogEntry {
         id: RECOMMENDED,
-        file_name: "Qwen3-8B-Q4_K_M.gguf",
+        file_name: RECOMMENDED_FILE,
         url: Some("https://huggingface.co/Qwen/Qwen3-8B-GGUF/resolve/main/Qwen3-8B-Q4_K_M.gguf"),
         // Taken from the server's LFS checksum (x-linked-etag) at download time;
         // not written here because it could not be fetched and checked on the
@@ -53,7 +57,7 @@ static CATALOG: [CatalogEntry; 3] = [
     },
     CatalogEntry {
         id: TEST_FALLBACK,
-        file_name: "SmolLM2-135M-Instruct.Q4_1.gguf",
+        file_name: TEST_FALLBACK_FILE,
         url: None,
         sha256: Some("b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"),
         size_bytes: Some(98_362_432),
