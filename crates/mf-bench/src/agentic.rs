@@ -183,16 +183,7 @@ pub fn parse_world(path: &Path, text: &str) -> Result<World> {
 /// # Errors
 /// I/O errors, the first malformed world, nothing selected.
 pub fn load_worlds(dir: &Path, filters: &[String]) -> Result<Vec<LoadedWorld>> {
-    let entries = std::fs::read_dir(dir).map_err(|source| BenchError::ReadDir { path: dir.to_path_buf(), source })?;
-    let mut paths = Vec::new();
-    for e in entries {
-        let e = e.map_err(|source| BenchError::ReadDir { path: dir.to_path_buf(), source })?;
-        let p = e.path();
-        if p.extension().is_some_and(|x| x == "json") && p.is_file() {
-            paths.push(p);
-        }
-    }
-    paths.sort();
+    let paths = crate::load::json_files(dir)?;
     let mut out = Vec::new();
     for path in paths {
         let text = std::fs::read_to_string(&path).map_err(|source| BenchError::ReadFile { path: path.clone(), source })?;

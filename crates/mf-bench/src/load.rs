@@ -65,14 +65,11 @@ fn field_of_serde_message(message: &str) -> Option<String> {
     None
 }
 
-/// Loads every `*.json` file of `dir`, sorted by file name, keeping those
-/// whose id contains one of `filters` (all when `filters` is empty).
+/// The `*.json` files of `dir`, sorted by path (scenario and world folders).
 ///
 /// # Errors
-/// [`BenchError::ReadDir`] / [`BenchError::ReadFile`] for I/O,
-/// [`BenchError::InvalidScenario`] for the first malformed file (every file is
-/// validated, selected or not), [`BenchError::NoScenarios`] when nothing is left.
-pub fn load_dir(dir: &Path, filters: &[String]) -> Result<Vec<LoadedScenario>> {
+/// [`BenchError::ReadDir`] when the folder cannot be read.
+pub(crate) fn json_files(dir: &Path) -> Result<Vec<std::path::PathBuf>> {
     let entries = std::fs::read_dir(dir).map_err(|source| BenchError::ReadDir { path: dir.to_path_buf(), source })?;
     let mut paths = Vec::new();
     for e in entries {
@@ -83,6 +80,18 @@ pub fn load_dir(dir: &Path, filters: &[String]) -> Result<Vec<LoadedScenario>> {
         }
     }
     paths.sort();
+    Ok(paths)
+}
+
+/// Loads every `*.json` file of `dir`, sorted by file name, keeping those
+/// whose id contains one of `filters` (all when `filters` is empty).
+///
+/// # Errors
+/// [`BenchError::ReadDir`] / [`BenchError::ReadFile`] for I/O,
+/// [`BenchError::InvalidScenario`] for the first malformed file (every file is
+/// validated, selected or not), [`BenchError::NoScenarios`] when nothing is left.
+pub fn load_dir(dir: &Path, filters: &[String]) -> Result<Vec<LoadedScenario>> {
+    let paths = json_files(dir)?;
     let mut out = Vec::new();
     let mut ids = std::collections::HashSet::new();
     for path in paths {
