@@ -65,6 +65,12 @@ pub struct CompactionReport {
     pub fallback: Option<String>,
     /// Budget repairs and other notes.
     pub notes: Vec<String>,
+    /// Set when the compacted history would not have been smaller than the
+    /// original (a summary that outgrew what it replaced, below the
+    /// threshold): the original is kept unchanged and this says why. The
+    /// plan's fates (verbatim / summarised / dropped) were then not carried out.
+    #[serde(default)]
+    pub kept_original: Option<String>,
 }
 
 /// A compacted history and its report.
@@ -280,6 +286,7 @@ pub fn apply(
         dropped: Vec::new(),
         fallback: None,
         notes: Vec::new(),
+        kept_original: None,
     };
     let pinned = &messages[..z.pinned_end];
     let recent = &messages[z.recent_start..];
@@ -404,12 +411,30 @@ pub fn apply(
             }
         }
     };
+    if plan.strategy != StrategyKind::None && after.total > threshold {
+        return Err(ForgettingError::BudgetNotRestored { tokens: after.total, threshold, messages: out.len() });
+    }
+    // Never apply a compaction that does not shrink the history: below the
+    // threshold a summary plus its anchors and literals can outgrow what it
+    // replaces, and forgetting for nothing loses information for no tokens.
+    let (out, after) = if out != messages && after.total >= before.total {
+        let why = format!(
+            "the compacted history would be {} tokens, not fewer than the {} before: the history is kept as it was",
+            after.total, before.total
+        );
+        report.notes.push(format!("not applied: {why}"));
+        report.kept_original = Some(why);
+        report.verbatim.clear();
+        report.summarised.clear();
+        report.masked.clear();
+        report.dropped.clear();
+        (messages.to_vec(), before)
+    } else {
+        (out, after)
+    };
     report.tokens_after = after;
     report.messages_after = out.len();
     report.within_budget = after.total <= threshold;
-    if plan.strategy != StrategyKind::None && !report.within_budget {
-        return Err(ForgettingError::BudgetNotRestored { tokens: after.total, threshold, messages: out.len() });
-    }
     report.notes.extend(plan.notes.iter().cloned());
     Ok(Compaction { messages: out, report })
 }
@@ -523,6 +548,36 @@ mod tests {
             Ok(c) => assert!(c.report.within_budget),
             Err(e) => panic!("untyped: {e}"),
         }
+    }
+
+    #[test]
+    fn a_compaction_that_would_grow_the_history_is_not_applied() {
+        // A short middle zone and a verbose summariser: the summary message
+        // (header, model text, literals) outgrows the two messages it replaces.
+        let h = vec![
+            Message::system("sys", "You are an investigator."),
+            Message::user("q", "Why does the nightly export fail?"),
+            Message::assistant("a1", "Reading the config."),
+            Message::assistant("a2", "Batch size is 5000."),
+            Message::user("more", "Keep going."),
+            Message::assistant("last", "Checking the IAM role next."),
+        ];
+        let p = plan(StrategyKind::V1, &h, &budget(), &ApproxTokenCounter, &PlanConfig::default(), None).unwrap();
+        let verbose = "- the export job was examined in detail and its configuration file was read carefully\n".repeat(6);
+        let c = apply(&p, &h, &mut Fixed(Ok(verbose), vec![]), &ApproxTokenCounter).unwrap();
+        assert_eq!(c.messages, h, "the original history must be kept unchanged");
+        let why = c.report.kept_original.as_deref().unwrap();
+        assert!(why.contains("not fewer than"), "{why}");
+        assert_eq!(c.report.tokens_after, c.report.tokens_before);
+        assert_eq!(c.report.messages_after, h.len());
+        assert!(c.report.summarised.is_empty() && c.report.dropped.is_empty() && c.report.verbatim.is_empty());
+        assert!(c.report.notes.iter().any(|n| n.starts_with("not applied")), "{:?}", c.report.notes);
+        // The same plan with a terse summariser shrinks the history and is applied.
+        let h2 = history();
+        let p2 = plan(StrategyKind::V1, &h2, &budget(), &ApproxTokenCounter, &PlanConfig::default(), None).unwrap();
+        let c2 = apply(&p2, &h2, &mut Fixed(Ok("- batch 5000".into()), vec![]), &ApproxTokenCounter).unwrap();
+        assert!(c2.report.kept_original.is_none());
+        assert!(c2.report.tokens_after.total < c2.report.tokens_before.total);
     }
 
     #[test]
