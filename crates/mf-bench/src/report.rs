@@ -38,12 +38,12 @@ fn model_markdown(out: &mut String, r: &ModelResult) {
         st.judge_model.as_deref().unwrap_or("none"),
         r.wall_s
     );
-    let _ = writeln!(out, "| condition | keyword (0–3) | judge (0–3) | worst keyword | prompt tokens before → after | fallbacks | empty answers | over budget |");
-    let _ = writeln!(out, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    let _ = writeln!(out, "| condition | keyword (0–3) | judge (0–3) | worst keyword | prompt tokens before → after | fallbacks | not applied | empty answers | over budget |");
+    let _ = writeln!(out, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     for c in &r.conditions {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {:.0} | {:.0} → {:.0} | {} | {} | {} |",
+            "| {} | {} | {} | {:.0} | {:.0} → {:.0} | {} | {} | {} | {} |",
             c.condition,
             pm(&c.keyword, st.reps),
             c.judge.as_ref().map_or("–".to_owned(), |j| pm(j, st.reps)),
@@ -51,6 +51,7 @@ fn model_markdown(out: &mut String, r: &ModelResult) {
             c.tokens_before,
             c.tokens_after,
             c.fallbacks,
+            c.not_applied,
             c.empty_answers,
             c.compaction_failures
         );

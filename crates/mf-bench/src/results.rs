@@ -98,6 +98,12 @@ pub struct CompactionRow {
     pub compaction_ms: u64,
     /// Why the compaction failed (the strategy could not get under the threshold); its probes then score 0.
     pub error: Option<String>,
+    /// Set when the compaction was not applied because it would not have
+    /// shrunk the history (`mf_forgetting::CompactionReport::kept_original`):
+    /// the probes then ran over the original history. Absent in results
+    /// written before that guard existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept_original: Option<String>,
 }
 
 /// Mean and spread of a score over repetitions.
@@ -132,6 +138,9 @@ pub struct ConditionSummary {
     pub empty_answers: usize,
     /// Scenarios where the strategy could not get under the threshold (probes scored 0).
     pub compaction_failures: usize,
+    /// Compactions not applied because they would not have shrunk the history.
+    #[serde(default)]
+    pub not_applied: usize,
 }
 
 /// A (scenario × condition) cell.
@@ -368,6 +377,7 @@ pub fn condition_summaries(conditions: &[&str], rows: &[ScoreRow], comps: &[Comp
                 fallbacks: cs.iter().filter(|r| r.fallback.is_some()).count(),
                 empty_answers: rs.iter().filter(|r| r.answer.is_empty() && r.stop_reason != "compaction_failed").count(),
                 compaction_failures: failures,
+                not_applied: cs.iter().filter(|r| r.kept_original.is_some()).count(),
             }
         })
         .collect()
@@ -498,6 +508,7 @@ mod tests {
             approximate_counts: false,
             compaction_ms: 5,
             error: None,
+            kept_original: None,
         }];
         let mut calls = BTreeMap::new();
         calls.insert("probe".to_owned(), CallStats { calls: 1, prompt_tokens: 100, decoded_tokens: 30, ..CallStats::default() });
@@ -560,6 +571,25 @@ mod tests {
         d.settings.answer_max_tokens = 160;
         assert!(merge(vec![a, d]).unwrap_err().contains("differ"));
         assert!(merge(Vec::new()).is_err());
+    }
+
+    #[test]
+    fn compactions_kept_as_they_were_are_counted_and_old_rows_still_parse() {
+        let mut r = result("s-short", vec![row("s-short", "v1", 0, 2, Some(2))]);
+        r.compactions[0].kept_original = Some("would be 120 tokens, not fewer than 100".into());
+        let names = ["v1"];
+        let summary = condition_summaries(&names, &r.scores, &r.compactions, true);
+        assert_eq!(summary[0].not_applied, 1);
+        assert_eq!(summary[0].compaction_failures, 0);
+        // Rows and summaries written before the guard existed have neither field.
+        let mut old = serde_json::to_value(&r.compactions[0]).unwrap();
+        old.as_object_mut().unwrap().remove("kept_original");
+        let back: CompactionRow = serde_json::from_value(old).unwrap();
+        assert!(back.kept_original.is_none());
+        let mut old_summary = serde_json::to_value(&summary[0]).unwrap();
+        old_summary.as_object_mut().unwrap().remove("not_applied");
+        let back: ConditionSummary = serde_json::from_value(old_summary).unwrap();
+        assert_eq!(back.not_applied, 0);
     }
 
     #[test]

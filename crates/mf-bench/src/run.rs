@@ -301,6 +301,7 @@ fn run_scenario(
                     approximate_counts: false,
                     compaction_ms: 0,
                     error: Some(e.to_string()),
+                    kept_original: None,
                 });
                 failed.push(c);
                 continue;
@@ -322,6 +323,7 @@ fn run_scenario(
             approximate_counts: cp.approximate_counts,
             compaction_ms: cp.compaction_ms,
             error: None,
+            kept_original: cp.report.as_ref().and_then(|r| r.kept_original.clone()),
         });
         if c == Condition::Full {
             ask_condition(model, s, c, &cp, rep, seed, cfg, &mut first_with, &mut out)?;
