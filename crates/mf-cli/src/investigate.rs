@@ -10,7 +10,7 @@ use anyhow::{Context as _, bail};
 use futures::future::BoxFuture;
 use mf_agent::{Agent, AgentEvent, AgentSettings, Approver, DeltaSource, EventSink, FixedApprover, Store, StoreSink, SummaryPass};
 use mf_forgetting::{Message, StrategyKind};
-use mf_inference::{LlamaConfig, LlamaSession};
+use mf_inference::{Backend, LlamaConfig, LlamaSession, OpenAiBackend};
 use mf_tools::policy::{Approval, ApprovalRequest, Mode};
 use mf_tools::{Requirement, ToolRegistry, ToolSettings};
 
@@ -125,9 +125,18 @@ pub struct InvestigateArgs {
     /// The question.
     pub question: String,
     /// The GGUF model (default: `models/Qwen3-8B-Q4_K_M.gguf` when present,
-    /// else the SmolLM2 test model in `models/`).
+    /// else the SmolLM2 test model in `models/`); with `--openai`, the model
+    /// name sent to the server (default: `default`).
     #[arg(long)]
     pub model: Option<PathBuf>,
+    /// Use an OpenAI-compatible server at this URL (e.g.
+    /// `http://127.0.0.1:8080/v1`) instead of running the model in-process;
+    /// the key, if any, is read from `OPENAI_API_KEY`. `--ctx` must not be
+    /// more than the server's context. Such a server keeps no KV snapshots
+    /// here: nothing is saved for `mf sessions resume`, which decodes the
+    /// history again.
+    #[arg(long)]
+    pub openai: Option<String>,
     /// Compaction strategy: none, baseline, masking, v1, v2, v2.1.
     #[arg(long, default_value = "v2", value_parser = parse_strategy)]
     pub strategy: StrategyKind,
@@ -340,7 +349,11 @@ pub fn open_store(db: Option<&Path>) -> anyhow::Result<Store> {
 
 #[derive(serde::Serialize, serde::Deserialize)]
 struct StoredSettings {
+    /// A GGUF path, or the server's model name when `openai` is set.
     model: PathBuf,
+    /// The OpenAI-compatible server the investigation ran on (absent: in-process).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    openai: Option<String>,
     ctx: u32,
     threads: Option<i32>,
     agent: AgentSettings,
@@ -356,6 +369,22 @@ async fn load_model(path: &Path, ctx: u32, threads: Option<i32>) -> anyhow::Resu
     let session = tokio::task::spawn_blocking(move || LlamaSession::load(cfg)).await?.with_context(|| format!("loading {p}"))?;
     Ok(Arc::new(session))
 }
+
+/// The backend: an OpenAI-compatible server when `openai` is given (then
+/// `model` is the server's model name), else the GGUF at `model` in-process.
+async fn load_backend(model: &Path, openai: Option<&str>, ctx: u32, threads: Option<i32>) -> anyhow::Result<Arc<dyn Backend>> {
+    let backend: Arc<dyn Backend> = match openai {
+        Some(url) => {
+            let name = model.to_string_lossy();
+            Arc::new(OpenAiBackend::new(url, name.as_ref(), std::env::var("OPENAI_API_KEY").ok(), ctx).map_err(|e| UsageError(e.to_string()))?)
+        }
+        None => load_model(model, ctx, threads).await?,
+    };
+    Ok(backend)
+}
+
+/// The line said when the KV cache cannot be saved for a resume.
+const NO_KV_NOTE: &str = "note: this backend keeps no KV cache that can be saved (HTTP server): nothing is saved for `mf sessions resume`, which will decode the history again";
 
 async fn drive(
     store: &Store,
@@ -393,6 +422,7 @@ async fn drive(
 pub async fn investigate(mut a: InvestigateArgs) -> anyhow::Result<()> {
     let model = match a.model.take() {
         Some(m) => m,
+        None if a.openai.is_some() => PathBuf::from("default"),
         None => match mf_inference::models::default_model(Path::new("models")) {
             Some(mf_inference::models::DefaultModel::Recommended { path }) => path,
             Some(mf_inference::models::DefaultModel::TestFallback { path }) => {
@@ -407,7 +437,7 @@ pub async fn investigate(mut a: InvestigateArgs) -> anyhow::Result<()> {
             }
         },
     };
-    if !model.is_file() {
+    if a.openai.is_none() && !model.is_file() {
         return Err(UsageError(format!("no model file at {}", model.display())).into());
     }
     let db = a.db.clone().unwrap_or_else(default_db);
@@ -434,11 +464,13 @@ pub async fn investigate(mut a: InvestigateArgs) -> anyhow::Result<()> {
         Some(p) => AgentSettings { system_prompt: p.clone(), ..settings },
         None => settings,
     };
-    let backend = load_model(&model, a.ctx, a.threads).await?;
+    let backend = load_backend(&model, a.openai.as_deref(), a.ctx, a.threads).await?;
+    let keeps_kv = backend.keeps_kv();
     let registry = Arc::new(ToolRegistry::new(a.tools.settings()?).await.context("setting up the tools")?);
     let mut agent = Agent::new(backend, registry, approver(a.tools.approve), settings.clone()).map_err(|e| UsageError(e.to_string()))?;
     let stored = StoredSettings {
-        model: std::fs::canonicalize(&model).unwrap_or(model.clone()),
+        model: if a.openai.is_some() { model.clone() } else { std::fs::canonicalize(&model).unwrap_or(model.clone()) },
+        openai: a.openai.clone(),
         ctx: a.ctx,
         threads: a.threads,
         agent: settings,
@@ -448,7 +480,11 @@ pub async fn investigate(mut a: InvestigateArgs) -> anyhow::Result<()> {
     };
     let id = store.create(&a.question, &serde_json::to_value(&stored)?)?;
     if !a.no_kv_save {
-        agent.set_kv_file(prepare_kv_file(&db, id, a.kv_keep)?);
+        if keeps_kv {
+            agent.set_kv_file(prepare_kv_file(&db, id, a.kv_keep)?);
+        } else {
+            eprintln!("{NO_KV_NOTE}");
+        }
     }
     if !a.json {
         println!("session {id}");
@@ -524,7 +560,7 @@ pub enum SessionsAction {
     Resume {
         /// Its id.
         id: i64,
-        /// Use this model file instead of the stored one.
+        /// Use this model file (or, for a run on a server, this model name) instead of the stored one.
         #[arg(long)]
         model: Option<PathBuf>,
         /// How calls that need approval are answered.
@@ -587,7 +623,8 @@ pub async fn sessions(a: SessionsArgs) -> anyhow::Result<()> {
                 history.push(Message::user(&format!("m{next}"), &text));
             }
             let model = model.unwrap_or(s.model);
-            let backend = load_model(&model, s.ctx, s.threads).await?;
+            let backend = load_backend(&model, s.openai.as_deref(), s.ctx, s.threads).await?;
+            let keeps_kv = backend.keeps_kv();
             let tools = ToolArgs { workspace: s.workspace, allow_host: s.allow_host, code: s.code, approve, max_args_bytes: s.agent.max_argument_bytes };
             let registry = Arc::new(ToolRegistry::new(tools.settings()?).await?);
             let mut settings = s.agent;
@@ -596,7 +633,11 @@ pub async fn sessions(a: SessionsArgs) -> anyhow::Result<()> {
             }
             let mut agent = Agent::new(backend, registry, approver(approve), settings)?;
             // Saved again as the resumed run goes on; loaded first unless --no-kv.
-            agent.set_kv_file(prepare_kv_file(&db, id, kv_keep)?);
+            if keeps_kv {
+                agent.set_kv_file(prepare_kv_file(&db, id, kv_keep)?);
+            } else {
+                eprintln!("{NO_KV_NOTE}");
+            }
             if no_kv {
                 agent.skip_kv_load();
             }

@@ -84,3 +84,77 @@ fn sessions_on_an_empty_store_and_bad_input() {
     let out = mf(&["investigate", "q", "--model", "/nonexistent.gguf", "--strategy", "v3"], home.path());
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// An OpenAI-compatible chat server on 127.0.0.1 that answers every request
+/// with one streamed text reply (no tool call); returns its port and the
+/// request bodies it received.
+fn serve_openai(answer: &'static str) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = bodies.clone();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let mut s = s.unwrap();
+            let mut buf = Vec::new();
+            let mut tmp = [0u8; 8192];
+            let (head_end, len) = loop {
+                let n = s.read(&mut tmp).unwrap();
+                assert!(n > 0, "client closed early");
+                buf.extend_from_slice(&tmp[..n]);
+                if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                    let head = String::from_utf8_lossy(&buf[..i]).to_ascii_lowercase();
+                    let len = head.lines().find_map(|l| l.strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap())).unwrap_or(0);
+                    break (i + 4, len);
+                }
+            };
+            while buf.len() < head_end + len {
+                let n = s.read(&mut tmp).unwrap();
+                buf.extend_from_slice(&tmp[..n]);
+            }
+            seen.lock().unwrap().push(serde_json::from_slice(&buf[head_end..head_end + len]).unwrap());
+            let chunk = serde_json::json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": answer}, "finish_reason": "stop"}]});
+            let _ = write!(s, "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\ndata: {chunk}\r\n\r\ndata: [DONE]\r\n\r\n");
+        }
+    });
+    (port, bodies)
+}
+
+#[test]
+fn investigate_runs_on_an_openai_server_and_says_kv_is_unavailable() {
+    let home = tempfile::tempdir().unwrap();
+    let (port, bodies) = serve_openai("The owner is Priya Raman.");
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let out = mf(&["investigate", "Who owns the service?", "--openai", &url, "--model", "smol-server", "--ctx", "2048", "--json"], home.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("keeps no KV cache"), "the missing KV snapshots are not said: {stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let events: Vec<serde_json::Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(events.iter().any(|e| e["type"] == "final_answer" && e["text"] == "The owner is Priya Raman."), "{stdout}");
+    assert!(!events.iter().any(|e| e["type"] == "error"), "{stdout}");
+    assert!(!home.path().join("kv").exists(), "a KV file folder was made for a backend without a cache");
+    let first_run = {
+        let b = bodies.lock().unwrap();
+        assert!(!b.is_empty());
+        assert_eq!(b[0]["model"], "smol-server");
+        assert_eq!(b[0]["stream"], true);
+        assert!(b[0]["messages"].as_array().unwrap().iter().any(|m| m["content"] == "Who owns the service?"), "{}", b[0]);
+        b.len()
+    };
+
+    // The stored settings name the server and the model, so a resume goes back to them.
+    let out = mf(&["sessions", "list", "--json"], home.path());
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
+    let id = rows[0]["id"].to_string();
+    let out = mf(&["sessions", "resume", &id, "--follow-up", "And which team?", "--json"], home.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("keeps no KV cache"), "{stderr}");
+    let b = bodies.lock().unwrap();
+    assert!(b.len() > first_run, "the resume did not reach the server");
+    let last = &b[b.len() - 1];
+    assert_eq!(last["model"], "smol-server");
+    assert!(last["messages"].as_array().unwrap().iter().any(|m| m["content"] == "And which team?"), "{last}");
+}
