@@ -23,7 +23,7 @@ fn model_markdown(out: &mut String, r: &ModelResult) {
     let _ = writeln!(out, "### {}\n", r.model);
     let _ = writeln!(
         out,
-        "{} scenarios, {} answers, {} rep(s); backend {}, n_ctx {}; compaction budget C={} G={} recent={}; probes at temperature {}, ≤ {} tokens, thinking {}; judge: {}; wall {:.0} s.\n",
+        "{} scenarios, {} answers, {} rep(s); backend {}, n_ctx {}; compaction budget C={} G={} recent={}; probes at temperature {}, ≤ {} tokens, thinking {}; judge: {}; v2.1 withholding test: {}; wall {:.0} s.\n",
         st.scenarios.len(),
         r.scores.len(),
         st.reps,
@@ -36,6 +36,7 @@ fn model_markdown(out: &mut String, r: &ModelResult) {
         st.answer_max_tokens,
         st.thinking,
         st.judge_model.as_deref().unwrap_or("none"),
+        if st.withholding_budget == 0 { "exact (one evaluation per unit)".to_owned() } else { format!("≤ {} evaluations per compaction", st.withholding_budget) },
         r.wall_s
     );
     let _ = writeln!(out, "| condition | keyword (0–3) | judge (0–3) | worst keyword | prompt tokens before → after | fallbacks | not applied | empty answers | over budget |");

@@ -239,6 +239,10 @@ pub struct Settings {
     /// Summary pass limit (METHOD.md §2: 256).
     #[serde(default)]
     pub summary_max_tokens: Option<u32>,
+    /// v2.1: evaluations allowed to the withholding test per compaction (0 or
+    /// absent: one per unit, the exact test).
+    #[serde(default)]
+    pub withholding_budget: usize,
     /// Scenario directory.
     pub scenarios_dir: String,
     /// Scenarios run.
@@ -383,6 +387,31 @@ pub fn condition_summaries(conditions: &[&str], rows: &[ScoreRow], comps: &[Comp
         .collect()
 }
 
+/// The withholding budget of two runs merged. An exact run (budget 0) merges
+/// with a budgeted run (budget B) when each of its v2.1 compactions made at
+/// most B evaluations: with budget B those compactions would have run the
+/// exact test too (a budget above the unit count is the exact test), so both
+/// runs are what budget B gives. Otherwise the settings differ.
+fn merged_withholding_budget(a: &ModelResult, b: &ModelResult) -> Result<usize, String> {
+    let (x, y) = (a.settings.withholding_budget, b.settings.withholding_budget);
+    if x == y {
+        return Ok(x);
+    }
+    let (exact, budget) = match (x, y) {
+        (0, n) => (a, n),
+        (n, 0) => (b, n),
+        _ => return Err(format!("{}: the runs' v2.1 withholding budgets differ ({x} vs {y})", a.model)),
+    };
+    let over = exact.compactions.iter().find(|c| c.condition == "v2.1" && c.evaluator_calls > budget);
+    match over {
+        None => Ok(budget),
+        Some(c) => Err(format!(
+            "{}: the exact run's v2.1 compaction of {} made {} evaluations, more than the other run's budget of {budget}: the runs are not comparable",
+            a.model, c.scenario, c.evaluator_calls
+        )),
+    }
+}
+
 /// Merges results of one model run over disjoint scenario sets (e.g. the
 /// short, medium and long scenarios run one after the other) into one, with
 /// every aggregate recomputed from the rows. Wall times and call figures add
@@ -397,10 +426,14 @@ pub fn merge(parts: Vec<ModelResult>) -> Result<ModelResult, String> {
         if p.model != m.model {
             return Err(format!("cannot merge results of {} with {}", p.model, m.model));
         }
+        let budget = merged_withholding_budget(&m, &p)?;
         let mut a = p.settings.clone();
         let mut b = m.settings.clone();
         a.scenarios.clear();
         b.scenarios.clear();
+        a.withholding_budget = budget;
+        b.withholding_budget = budget;
+        m.settings.withholding_budget = budget;
         if a != b {
             return Err(format!("{}: the runs' settings differ ({a:?} vs {b:?})", m.model));
         }
@@ -541,6 +574,7 @@ mod tests {
                 judge_model: Some("m".into()),
                 evaluator_max_tokens: 32,
                 summary_max_tokens: Some(256),
+                withholding_budget: 0,
                 scenarios_dir: "d".into(),
                 scenarios: vec![scenario.into()],
             },
@@ -590,6 +624,31 @@ mod tests {
         old_summary.as_object_mut().unwrap().remove("not_applied");
         let back: ConditionSummary = serde_json::from_value(old_summary).unwrap();
         assert_eq!(back.not_applied, 0);
+    }
+
+    #[test]
+    fn an_exact_run_merges_with_a_budgeted_one_only_where_the_budget_did_not_bind() {
+        let v21 = |scenario: &str, calls: usize| {
+            let mut r = result(scenario, vec![row(scenario, "v1", 0, 2, Some(2))]);
+            r.compactions[0].condition = "v2.1".into();
+            r.compactions[0].evaluator_calls = calls;
+            r.settings.scenarios = vec![scenario.into()];
+            r
+        };
+        let short = v21("a-short", 7);
+        let mut long = v21("a-long", 16);
+        long.settings.withholding_budget = 16;
+        let m = merge(vec![short.clone(), long.clone()]).unwrap();
+        assert_eq!(m.settings.withholding_budget, 16);
+        let m = merge(vec![long.clone(), short]).unwrap();
+        assert_eq!(m.settings.withholding_budget, 16);
+        // An exact compaction of 34 evaluations is not what a budget of 16 gives.
+        let exact_long = v21("b-long", 34);
+        let e = merge(vec![exact_long, long.clone()]).unwrap_err();
+        assert!(e.contains("b-long") && e.contains("34"), "{e}");
+        let mut other = v21("c-long", 8);
+        other.settings.withholding_budget = 8;
+        assert!(merge(vec![other, long]).unwrap_err().contains("budgets differ"));
     }
 
     #[test]

@@ -618,6 +618,7 @@ fn assemble(
             judge_model: cfg.scorers.judge.then(|| judge_model.info().name.clone()),
             evaluator_max_tokens: cfg.evaluator_max_tokens,
             summary_max_tokens: Some(cfg.plan.sampling.max_tokens),
+            withholding_budget: cfg.plan.withholding_budget,
             scenarios_dir: cfg.scenarios_dir.clone(),
             scenarios: scenarios.iter().map(|s| s.scenario.id.clone()).collect(),
         },

@@ -42,6 +42,11 @@ pub struct PlanArgs {
     /// checked by keyword presence — a proxy, not a model) or `phi` (ablation).
     #[arg(long, default_value = "withholding", value_parser = parse_ranking)]
     pub ranking: Ranking,
+    /// v2.1: at most this many withholding-test evaluations, the full context's
+    /// included (0: one per unit, exact; fewer withholds blocks of units and
+    /// splits the blocks with the highest Δ).
+    #[arg(long, default_value_t = 0)]
+    pub withholding_budget: usize,
     /// Print the plan as JSON.
     #[arg(long)]
     pub json: bool,
@@ -72,7 +77,7 @@ pub fn run(args: &PlanArgs) -> Result<(), UsageError> {
     let text = std::fs::read_to_string(&args.file).map_err(|e| err(format!("cannot read: {e}")))?;
     let scenario = Scenario::parse(&text).map_err(|e| err(e.to_string()))?;
     let budget = Budget { context: args.ctx, reserve: args.reserve, ratio: args.ratio, recent: args.recent };
-    let config = PlanConfig { gamma: args.gamma, ranking: args.ranking, ..PlanConfig::default() };
+    let config = PlanConfig { gamma: args.gamma, ranking: args.ranking, withholding_budget: args.withholding_budget, ..PlanConfig::default() };
     let counter = ApproxTokenCounter;
     let mut oracle = KeywordOracle::new(scenario.probes.clone());
     let evaluator: Option<&mut dyn mf_forgetting::ProbeEvaluator> =

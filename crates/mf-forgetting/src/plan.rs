@@ -262,6 +262,13 @@ pub struct PlanConfig {
     pub verbatim_fraction: f64,
     /// v2.1: dropped when the score is at most this (≈ 0).
     pub drop_epsilon: f64,
+    /// v2.1: at most this many evaluations of the withholding test per
+    /// compaction, the full context's included (0: one per unit — the exact
+    /// test). With fewer than one per unit, contiguous blocks of units are
+    /// withheld together, the blocks with the highest Δ are split and tested
+    /// again while evaluations remain, and each unit takes the Δ of the
+    /// smallest block it was tested in (a block with Δ ≈ 0 is dropped whole).
+    pub withholding_budget: usize,
 }
 
 impl Default for PlanConfig {
@@ -280,6 +287,7 @@ impl Default for PlanConfig {
             ranking: Ranking::Withholding,
             verbatim_fraction: 0.5,
             drop_epsilon: 1e-6,
+            withholding_budget: 0,
         }
     }
 }
@@ -305,6 +313,12 @@ impl PlanConfig {
         }
         if !self.drop_epsilon.is_finite() || self.drop_epsilon < 0.0 {
             return bad("drop_epsilon", format!("{} must be ≥ 0", self.drop_epsilon));
+        }
+        if self.withholding_budget == 1 {
+            return bad(
+                "withholding_budget",
+                "1 leaves no evaluation after the full context's: use 0 (exact, one per unit) or at least 2".to_owned(),
+            );
         }
         if self.fallback_chars == 0 {
             return bad("fallback_chars", "must be at least 1".to_owned());

@@ -582,6 +582,82 @@ fn shape_key(content: &str) -> String {
         .collect()
 }
 
+/// The withholding test's outcome per unit.
+struct Withheld {
+    /// Unit → (Δ, size of the block it was withheld in; 1 = alone).
+    delta: BTreeMap<usize, (f64, usize)>,
+    /// Evaluations made, the full context's included.
+    evaluations: usize,
+}
+
+/// Δ per unit: `Perf(ctx) − Perf(ctx \ block)`.
+///
+/// With `budget` 0, or enough evaluations for every unit, each unit is
+/// withheld alone (the exact test, one evaluation per unit after the full
+/// context's). Otherwise, adaptive group testing within the budget: half of
+/// it withholds contiguous blocks of units (in history order); then, while two
+/// evaluations remain, the block with the highest Δ is split in two halves and
+/// each half is withheld again. A unit takes the Δ of the smallest block it
+/// was withheld in. A block whose Δ is ≈ 0 is not split (its units are
+/// dropped together): that assumes no unit matters only when another of the
+/// block is present — the price of the budget, stated in the plan's notes.
+fn withholding(
+    e: &mut dyn ProbeEvaluator,
+    messages: &[Message],
+    units: &BTreeMap<usize, Vec<usize>>,
+    budget: usize,
+    eps: f64,
+) -> Result<Withheld, ForgettingError> {
+    let mut order: Vec<usize> = units.keys().copied().collect();
+    order.sort_by_key(|u| units[u].iter().min().copied().unwrap_or(usize::MAX));
+    let full = e.perf(messages)?;
+    let mut evaluations = 1;
+    let mut eval = |block: &[usize], evaluations: &mut usize| -> Result<f64, ForgettingError> {
+        let out: std::collections::BTreeSet<usize> = block.iter().flat_map(|u| units[u].iter().copied()).collect();
+        let without: Vec<Message> =
+            messages.iter().enumerate().filter(|(i, _)| !out.contains(i)).map(|(_, m)| m.clone()).collect();
+        *evaluations += 1;
+        Ok(full - e.perf(&without)?)
+    };
+    let n = order.len();
+    let mut delta = BTreeMap::new();
+    if budget == 0 || budget > n {
+        for &u in &order {
+            let d = eval(&[u], &mut evaluations)?;
+            delta.insert(u, (d, 1));
+        }
+        return Ok(Withheld { delta, evaluations });
+    }
+    let first = ((budget - 1) / 2).clamp(1, n);
+    let mut frontier: Vec<(f64, Vec<usize>)> = Vec::new();
+    let mut test = |block: Vec<usize>, evaluations: &mut usize, delta: &mut BTreeMap<usize, (f64, usize)>, frontier: &mut Vec<(f64, Vec<usize>)>| {
+        let d = eval(&block, evaluations)?;
+        for &u in &block {
+            delta.insert(u, (d, block.len()));
+        }
+        if block.len() > 1 && d > eps {
+            frontier.push((d, block));
+        }
+        Ok::<(), ForgettingError>(())
+    };
+    for k in 0..first {
+        let block = order[k * n / first..(k + 1) * n / first].to_vec();
+        test(block, &mut evaluations, &mut delta, &mut frontier)?;
+    }
+    while budget.saturating_sub(evaluations) >= 2 && !frontier.is_empty() {
+        let best = frontier
+            .iter()
+            .enumerate()
+            .max_by(|(_, x), (_, y)| x.0.total_cmp(&y.0).then(x.1.len().cmp(&y.1.len())))
+            .map_or(0, |(i, _)| i);
+        let (_, block) = frontier.swap_remove(best);
+        let (left, right) = block.split_at(block.len() / 2);
+        test(left.to_vec(), &mut evaluations, &mut delta, &mut frontier)?;
+        test(right.to_vec(), &mut evaluations, &mut delta, &mut frontier)?;
+    }
+    Ok(Withheld { delta, evaluations })
+}
+
 /// v2.1: the withholding test `Δ(m) = Perf(ctx) − Perf(ctx \ m)` per unit:
 /// high Δ verbatim, low Δ summarised, Δ ≈ 0 dropped. With
 /// [`Ranking::Phi`] the v2 influence takes Δ's place (the ablation arm).
@@ -620,23 +696,29 @@ impl Strategy for V21<'_> {
             p.messages[i].influence = Some(a.influence[&i]);
         }
         let mut score: BTreeMap<usize, f64> = BTreeMap::new();
+        // Units whose Δ is that of a block of this many units withheld together.
+        let mut block_of: BTreeMap<usize, usize> = BTreeMap::new();
         let ranking_name;
         match (cfg.ranking, self.evaluator.as_deref_mut()) {
             (Ranking::Withholding, Some(e)) => {
                 ranking_name = "Δ";
                 p.notes.push(format!("Δ by {}", e.describe()));
                 if !a.units.is_empty() {
-                    let full = e.perf(messages)?;
-                    for (&u, members) in &a.units {
-                        let without: Vec<Message> = messages
-                            .iter()
-                            .enumerate()
-                            .filter(|(i, _)| !members.contains(i))
-                            .map(|(_, m)| m.clone())
-                            .collect();
-                        let d = full - e.perf(&without)?;
+                    let w = withholding(e, messages, &a.units, cfg.withholding_budget, cfg.drop_epsilon)?;
+                    if w.evaluations <= a.units.len() {
+                        p.notes.push(format!(
+                            "budgeted withholding test: {} evaluations for {} units (the exact test takes {}); units share the Δ of the block they were withheld in",
+                            w.evaluations,
+                            a.units.len(),
+                            a.units.len() + 1
+                        ));
+                    }
+                    for (&u, &(d, size)) in &w.delta {
                         score.insert(u, d);
-                        for &i in members {
+                        if size > 1 {
+                            block_of.insert(u, size);
+                        }
+                        for &i in &a.units[&u] {
                             p.messages[i].delta = Some(d);
                         }
                     }
@@ -684,6 +766,9 @@ impl Strategy for V21<'_> {
                     };
                     if members.len() > 1 {
                         r.push_str(&format!(" (chain c{u} as one unit)"));
+                    }
+                    if let Some(k) = block_of.get(&u) {
+                        r.push_str(&format!(" (Δ of a block of {k} units withheld together)"));
                     }
                     if let Some(x) = extra.get(&u) {
                         r.push_str(" | ");
@@ -997,6 +1082,72 @@ mod tests {
         assert_eq!(tier(&p, "a1"), Tier::Verbatim);
         assert_eq!(tier(&p, "t0"), Tier::Drop);
         assert!(p.messages[5].delta.unwrap() > 0.0 && p.messages[3].delta == Some(0.0));
+    }
+
+    /// Counts evaluations, delegating to the keyword oracle.
+    struct Counting(KeywordOracle, usize);
+    impl ProbeEvaluator for Counting {
+        fn perf(&mut self, context: &[Message]) -> Result<f64, ForgettingError> {
+            self.1 += 1;
+            self.0.perf(context)
+        }
+        fn describe(&self) -> String {
+            "counting oracle".to_owned()
+        }
+    }
+
+    /// Twelve rounds, two of which hold what the probes ask.
+    fn twelve_rounds() -> Vec<Message> {
+        let rounds: Vec<R<'_>> = (0..12)
+            .map(|k| match k {
+                3 => R(json!({"u": "/owner"}), "owner: team-ledger", false, None),
+                9 => R(json!({"u": "/budget"}), "budget code BX-4471", false, None),
+                _ => R(json!({"u": format!("/noise/{k}")}), "nothing relevant here", false, None),
+            })
+            .collect();
+        history("Who owns the service and what is its budget?", &rounds)
+    }
+
+    #[test]
+    fn v21_budgeted_withholding_finds_the_same_tiers_with_fewer_evaluations() {
+        let h = twelve_rounds();
+        let probes = || vec![probe("team-ledger"), probe("BX-4471")];
+        let mut exact = Counting(KeywordOracle::new(probes()), 0);
+        let pe = plan(StrategyKind::V21, &h, &roomy(), &ApproxTokenCounter, &PlanConfig::default(), Some(&mut exact)).unwrap();
+        assert_eq!(exact.1, 13, "the exact test: the full context + one per unit");
+        let cfg = PlanConfig { withholding_budget: 9, ..PlanConfig::default() };
+        let mut budgeted = Counting(KeywordOracle::new(probes()), 0);
+        let pb = plan(StrategyKind::V21, &h, &roomy(), &ApproxTokenCounter, &cfg, Some(&mut budgeted)).unwrap();
+        assert!(budgeted.1 <= 9, "{} evaluations over the budget", budgeted.1);
+        for (a, b) in pe.messages.iter().zip(&pb.messages) {
+            assert_eq!(a.tier, b.tier, "{}: exact {:?}, budgeted {:?} ({})", a.id.0, a.tier, b.tier, b.reason);
+        }
+        assert_eq!(tier(&pb, "t3"), Tier::Verbatim);
+        assert_eq!(tier(&pb, "t9"), Tier::Verbatim);
+        assert_eq!(tier(&pb, "t0"), Tier::Drop);
+        assert!(pb.notes.iter().any(|n| n.contains("budgeted withholding test")), "{:?}", pb.notes);
+        assert!(pb.messages.iter().any(|m| m.reason.contains("withheld together")));
+        // A budget as large as the exact test's is the exact test.
+        let cfg = PlanConfig { withholding_budget: 13, ..PlanConfig::default() };
+        let mut same = Counting(KeywordOracle::new(probes()), 0);
+        let ps = plan(StrategyKind::V21, &h, &roomy(), &ApproxTokenCounter, &cfg, Some(&mut same)).unwrap();
+        assert_eq!(same.1, 13);
+        assert_eq!(ps.messages, pe.messages);
+    }
+
+    #[test]
+    fn v21_a_tight_budget_keeps_whole_blocks_rather_than_losing_a_fact() {
+        // Two evaluations: the full context and all units withheld together;
+        // the block's Δ is the highest, so every unit is kept verbatim, none dropped.
+        let h = twelve_rounds();
+        let cfg = PlanConfig { withholding_budget: 2, ..PlanConfig::default() };
+        let mut e = Counting(KeywordOracle::new(vec![probe("team-ledger")]), 0);
+        let p = plan(StrategyKind::V21, &h, &roomy(), &ApproxTokenCounter, &cfg, Some(&mut e)).unwrap();
+        assert_eq!(e.1, 2);
+        assert_eq!(tier(&p, "t3"), Tier::Verbatim);
+        assert_eq!(tier(&p, "t0"), Tier::Verbatim);
+        let bad = PlanConfig { withholding_budget: 1, ..PlanConfig::default() };
+        assert!(matches!(bad.validate(), Err(ForgettingError::InvalidSetting { name: "withholding_budget", .. })));
     }
 
     #[test]

@@ -48,8 +48,7 @@ fn history() -> impl Strategy<Value = Vec<Message>> {
             json!({"role": "system", "content": "You are a careful agent."}),
             json!({"role": "user", "content": format!("Why does the service fail? {question}")}),
         ];
-        let mut n = 0;
-        for (results, text) in rounds {
+        for (n, (results, text)) in rounds.into_iter().enumerate() {
             let calls: Vec<_> = results
                 .iter()
                 .enumerate()
@@ -61,7 +60,6 @@ fn history() -> impl Strategy<Value = Vec<Message>> {
                               "content": content, "is_error": err}));
             }
             v.push(json!({"role": "assistant", "content": text}));
-            n += 1;
         }
         let mut m: Vec<Message> = serde_json::from_value(serde_json::Value::Array(v)).unwrap();
         assign_default_ids(&mut m);

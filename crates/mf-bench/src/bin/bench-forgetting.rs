@@ -161,6 +161,12 @@ struct RunArgs {
     /// v2.1: length of the model's recap that the withholding test compares, in tokens.
     #[arg(long, default_value_t = 32)]
     evaluator_tokens: u32,
+    /// v2.1: at most this many withholding-test evaluations per compaction, the
+    /// full context's included (0: one per unit, the exact test). Fewer than one
+    /// per unit withholds contiguous blocks of units and splits the blocks with
+    /// the highest Δ while evaluations remain.
+    #[arg(long, default_value_t = 0)]
+    withholding_budget: usize,
     /// Summary pass limit in tokens (METHOD.md §2: 256).
     #[arg(long, default_value_t = 256)]
     summary_tokens: u32,
@@ -389,6 +395,8 @@ fn bench(a: RunArgs) -> Result<()> {
         plan: {
             let mut p = mf_forgetting::PlanConfig::default();
             p.sampling.max_tokens = a.summary_tokens;
+            p.withholding_budget = a.withholding_budget;
+            p.validate()?;
             p
         },
         scenarios_dir: a.scenarios.display().to_string(),
