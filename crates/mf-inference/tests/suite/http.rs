@@ -22,43 +22,57 @@ struct Captured {
 /// Serves one request: answers `status` with `reply` in small chunks (split
 /// inside lines, as a network does) and returns what was asked.
 async fn serve_once(status: u16, content_type: &'static str, reply: &'static str) -> (String, tokio::task::JoinHandle<Captured>) {
+    let (base, handle) = serve_seq(vec![(status, content_type, reply)]).await;
+    (base, tokio::spawn(async move { handle.await.unwrap().pop().unwrap() }))
+}
+
+/// Serves one request per reply, in order, on one port; returns what was asked.
+async fn serve_seq(replies: Vec<(u16, &'static str, &'static str)>) -> (String, tokio::task::JoinHandle<Vec<Captured>>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let handle = tokio::spawn(async move {
-        let (mut sock, _) = listener.accept().await.unwrap();
-        let mut buf = Vec::new();
-        let mut tmp = [0u8; 4096];
-        let header_end = loop {
-            let n = sock.read(&mut tmp).await.unwrap();
-            assert!(n > 0, "client closed early");
-            buf.extend_from_slice(&tmp[..n]);
-            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                break i + 4;
+        let mut got = Vec::new();
+        for (status, content_type, reply) in replies {
+            let (mut sock, _) = listener.accept().await.unwrap();
+            let mut buf = Vec::new();
+            let mut tmp = [0u8; 4096];
+            let header_end = loop {
+                let n = sock.read(&mut tmp).await.unwrap();
+                assert!(n > 0, "client closed early");
+                buf.extend_from_slice(&tmp[..n]);
+                if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                    break i + 4;
+                }
+            };
+            let head = String::from_utf8_lossy(&buf[..header_end]).into_owned();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap()))
+                .unwrap_or(0);
+            while buf.len() < header_end + len {
+                let n = sock.read(&mut tmp).await.unwrap();
+                buf.extend_from_slice(&tmp[..n]);
             }
-        };
-        let head = String::from_utf8_lossy(&buf[..header_end]).into_owned();
-        let len: usize = head
-            .lines()
-            .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap()))
-            .unwrap_or(0);
-        while buf.len() < header_end + len {
-            let n = sock.read(&mut tmp).await.unwrap();
-            buf.extend_from_slice(&tmp[..n]);
-        }
-        let body: Value = serde_json::from_slice(&buf[header_end..header_end + len]).unwrap();
-        let reason = if status == 200 { "OK" } else { "Internal Server Error" };
-        let resp = format!("HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nConnection: close\r\n\r\n");
-        sock.write_all(resp.as_bytes()).await.unwrap();
-        for chunk in reply.as_bytes().chunks(37) {
-            if sock.write_all(chunk).await.is_err() {
-                break;
+            let body: Value = serde_json::from_slice(&buf[header_end..header_end + len]).unwrap();
+            let reason = match status {
+                200 => "OK",
+                400 => "Bad Request",
+                _ => "Internal Server Error",
+            };
+            let resp = format!("HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nConnection: close\r\n\r\n");
+            sock.write_all(resp.as_bytes()).await.unwrap();
+            for chunk in reply.as_bytes().chunks(37) {
+                if sock.write_all(chunk).await.is_err() {
+                    break;
+                }
+                let _ = sock.flush().await;
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
             }
-            let _ = sock.flush().await;
-            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            let _ = sock.shutdown().await;
+            let request_line = head.lines().next().unwrap_or_default().to_string();
+            got.push(Captured { request_line, headers: head, body });
         }
-        let _ = sock.shutdown().await;
-        let request_line = head.lines().next().unwrap_or_default().to_string();
-        Captured { request_line, headers: head, body }
+        got
     });
     (base, handle)
 }
@@ -218,4 +232,80 @@ async fn estimates_tokens_without_a_tokenizer() {
     let short = backend.count_tokens(&[ChatMessage::user("hi")], &[]).await.unwrap();
     let long = backend.count_tokens(&tool_conversation(), &tools()).await.unwrap();
     assert!(short < long);
+}
+
+/// What llama-cpp-python 0.3.36 (`python -m llama_cpp.server`, SmolLM2-135M)
+/// streamed for a real request: no usage chunk although it was asked for.
+const LLAMA_CPP_PYTHON_REPLY: &str = include_str!("../fixtures/llama_cpp_python_chat.sse");
+
+#[tokio::test]
+async fn openai_sends_llama_sampler_no_ops_and_counts_chunks_without_usage() {
+    let (base, server) = serve_once(200, "text/event-stream", LLAMA_CPP_PYTHON_REPLY).await;
+    let backend = OpenAiBackend::new(&format!("{base}/v1"), "smollm2", None, 8192).unwrap();
+    let g = backend.generate(request(Thinking::Off), None, CancelToken::new()).await.unwrap();
+    let b = server.await.unwrap().body;
+    // Without these the server samples with top-k 40, min-p 0.05 and repeat penalty 1.1.
+    assert_eq!((b["top_k"].clone(), b["min_p"].clone(), b["repeat_penalty"].clone()), (json!(0), json!(0.0), json!(1.0)));
+    assert_eq!(g.content, "There are no three colours.");
+    assert_eq!(g.stop_reason, StopReason::EndOfTurn);
+    // The server said 6 completion tokens for this request when not streaming; it streamed 6 text chunks.
+    assert_eq!(g.usage.completion_tokens, 6);
+    assert_eq!(g.usage.kv.prompt_tokens, 0, "the prompt size is unknown, not guessed");
+}
+
+#[tokio::test]
+async fn openai_empty_stream_after_200_is_an_error_not_an_empty_answer() {
+    // llama-cpp-python with a prompt over its context: 200 OK, then nothing.
+    let (base, server) = serve_once(200, "text/event-stream", "").await;
+    let backend = OpenAiBackend::new(&base, "smollm2", None, 8192).unwrap();
+    let err = backend.generate(request(Thinking::Off), None, CancelToken::new()).await.unwrap_err();
+    let _ = server.await;
+    assert!(matches!(&err, InferenceError::Protocol { reason, .. } if reason.contains("without a finish_reason or [DONE]")), "{err}");
+}
+
+#[tokio::test]
+async fn openai_finish_reason_without_done_is_a_complete_reply() {
+    // Servers that close after the last chunk without `[DONE]` are not errors.
+    let reply = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Four.\"},\"finish_reason\":\"stop\"}]}\n\n";
+    let (base, server) = serve_once(200, "text/event-stream", reply).await;
+    let backend = OpenAiBackend::new(&base, "m", None, 8192).unwrap();
+    let g = backend.generate(request(Thinking::Off), None, CancelToken::new()).await.unwrap();
+    let _ = server.await;
+    assert_eq!(g.content, "Four.");
+    assert_eq!(g.usage.completion_tokens, 1);
+}
+
+#[tokio::test]
+async fn openai_drops_llama_sampler_fields_once_a_server_refuses_them() {
+    let refusal = r#"{"error":{"message":"Unrecognized request argument supplied: top_k","type":"invalid_request_error","param":null,"code":null}}"#;
+    let (base, server) = serve_seq(vec![
+        (400, "application/json", refusal),
+        (200, "text/event-stream", LLAMA_CPP_PYTHON_REPLY),
+        (200, "text/event-stream", LLAMA_CPP_PYTHON_REPLY),
+    ])
+    .await;
+    let backend = OpenAiBackend::new(&base, "gpt", None, 8192).unwrap();
+    assert!(backend.sends_llama_sampler_fields());
+    let g = backend.generate(request(Thinking::Off), None, CancelToken::new()).await.unwrap();
+    assert_eq!(g.content, "There are no three colours.");
+    assert!(!backend.sends_llama_sampler_fields());
+    backend.generate(request(Thinking::Off), None, CancelToken::new()).await.unwrap();
+    let got = server.await.unwrap();
+    assert_eq!(got.len(), 3);
+    assert_eq!(got[0].body["repeat_penalty"], json!(1.0));
+    for later in &got[1..] {
+        for f in ["top_k", "min_p", "repeat_penalty"] {
+            assert!(later.body.get(f).is_none(), "{f} sent again after the refusal: {}", later.body);
+        }
+    }
+}
+
+#[tokio::test]
+async fn openai_other_client_errors_are_not_retried() {
+    let (base, server) = serve_once(400, "application/json", r#"{"error":{"message":"messages: field required"}}"#).await;
+    let backend = OpenAiBackend::new(&base, "m", None, 8192).unwrap();
+    let err = backend.generate(request(Thinking::Off), None, CancelToken::new()).await.unwrap_err();
+    let _ = server.await;
+    assert!(matches!(&err, InferenceError::HttpStatus { status: 400, body, .. } if body.contains("field required")), "{err}");
+    assert!(backend.sends_llama_sampler_fields());
 }
