@@ -14,15 +14,23 @@
 //!   prefix or a split UTF-8 character), the prompt tokens stay 0 (unknown);
 //! - a prompt over its context fails *after* the `200 OK`: the stream ends
 //!   with no chunk, no `finish_reason` and no `[DONE]` — that is an error
-//!   here, not an empty answer.
+//!   here, not an empty answer;
+//! - the four-bytes-a-token estimate said 682 tokens for a scenario that
+//!   SmolLM2's tokenizer makes 1145 (numbers, ids and timestamps tokenise
+//!   densely), so a history "within budget" could overflow the server. Token
+//!   counts therefore ask the server's tokenizer when it has one
+//!   (llama-cpp-python's `/extras/tokenize/count`, llama-server's
+//!   `/tokenize`) for the messages' text, plus [`OpenAiBackend::FRAMING_PER_MESSAGE`] and
+//!   [`OpenAiBackend::FRAMING_REPLY`] for the template's role markers (the template itself
+//!   stays on the server); without one, the estimate.
 
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
-use super::common::{StreamedReply, client, estimate_request_tokens, model_info, parse_json, post_lines, tools_json};
+use super::common::{StreamedReply, client, estimate_request_tokens, http_err, model_info, parse_json, post_lines, tools_json};
 use crate::backend::{Backend, CancelToken, TokenSink};
 use crate::error::{InferenceError, Result};
 use crate::reply::assemble;
@@ -39,7 +47,19 @@ pub struct OpenAiBackend {
     context_size: u32,
     /// Cleared once the server refused the llama.cpp sampler fields.
     llama_sampler_fields: Arc<AtomicBool>,
+    /// The server root (no `/v1`), where tokenizer endpoints live.
+    root: String,
+    /// Which tokenizer endpoint the server has ([`TOKENIZER_UNKNOWN`] until asked).
+    tokenizer: Arc<AtomicU8>,
 }
+
+
+const TOKENIZER_UNKNOWN: u8 = 0;
+const TOKENIZER_NONE: u8 = 1;
+/// llama-cpp-python: `POST /extras/tokenize/count {"input"}` → `{"count"}`.
+const TOKENIZER_EXTRAS_COUNT: u8 = 2;
+/// llama-server: `POST /tokenize {"content"}` → `{"tokens": [...]}`.
+const TOKENIZER_TOKENIZE: u8 = 3;
 
 /// The llama.cpp sampler fields sent as no-ops (besides `top_k`), so a
 /// llama.cpp server's defaults (min-p 0.05, repeat penalty 1.1) do not apply.
@@ -53,6 +73,15 @@ struct PartialCall {
 }
 
 impl OpenAiBackend {
+    /// Tokens a chat template adds around one message (`<|im_start|>role\n … <|im_end|>\n`
+    /// is 5 with SmolLM2's ChatML), added to the server's count of the
+    /// messages' text. Measured on llama-cpp-python with SmolLM2 over
+    /// `aggregation-short` (14 messages): 682 counted against the 676 prompt
+    /// tokens the server reported, where the four-bytes estimate said 470.
+    pub const FRAMING_PER_MESSAGE: u32 = 5;
+    /// Tokens of the generation prompt (`<|im_start|>assistant\n`).
+    pub const FRAMING_REPLY: u32 = 3;
+
     /// `base` like `http://127.0.0.1:8080` or `http://127.0.0.1:8080/v1`.
     ///
     /// # Errors
@@ -60,7 +89,10 @@ impl OpenAiBackend {
     pub fn new(base: &str, model: impl Into<String>, api_key: Option<String>, context_size: u32) -> Result<Self> {
         let mut u = url::Url::parse(base).map_err(|e| InferenceError::InvalidRequest(format!("bad server URL {base:?}: {e}")))?;
         let path = u.path().trim_end_matches('/').to_string();
-        let path = if path.ends_with("/v1") { format!("{path}/chat/completions") } else { format!("{path}/v1/chat/completions") };
+        let root_path = path.strip_suffix("/v1").unwrap_or(&path).to_string();
+        let path = format!("{root_path}/v1/chat/completions");
+        let mut root = u.clone();
+        root.set_path(&root_path);
         u.set_path(&path);
         Ok(Self {
             client: client()?,
@@ -69,7 +101,101 @@ impl OpenAiBackend {
             api_key,
             context_size,
             llama_sampler_fields: Arc::new(AtomicBool::new(true)),
+            root: root.as_str().trim_end_matches('/').to_string(),
+            tokenizer: Arc::new(AtomicU8::new(TOKENIZER_UNKNOWN)),
         })
+    }
+
+    /// Whether token counts come from the server's tokenizer (`Some(true)`),
+    /// from the estimate (`Some(false)`), or are not known yet (`None`: no
+    /// count was asked for).
+    #[must_use]
+    pub fn counts_with_server_tokenizer(&self) -> Option<bool> {
+        match self.tokenizer.load(Ordering::Relaxed) {
+            TOKENIZER_UNKNOWN => None,
+            TOKENIZER_NONE => Some(false),
+            _ => Some(true),
+        }
+    }
+
+    /// The tokens of `text` by the server's tokenizer with endpoint `kind`:
+    /// `Ok(None)` when the server has no such endpoint (404/405/501).
+    async fn tokenize_with(&self, kind: u8, text: &str) -> Result<Option<u32>> {
+        let (url, body) = match kind {
+            TOKENIZER_EXTRAS_COUNT => (format!("{}/extras/tokenize/count", self.root), json!({"input": text, "model": self.model})),
+            _ => (format!("{}/tokenize", self.root), json!({"content": text, "add_special": false})),
+        };
+        let mut req = self.client.post(&url).json(&body);
+        if let Some(key) = &self.api_key {
+            req = req.bearer_auth(key);
+        }
+        let resp = req.send().await.map_err(|e| http_err(&url, &e))?;
+        let status = resp.status().as_u16();
+        if matches!(status, 404 | 405 | 501) {
+            return Ok(None);
+        }
+        let text = resp.text().await.map_err(|e| http_err(&url, &e))?;
+        if status != 200 {
+            return Err(InferenceError::HttpStatus { url, status, body: text.chars().take(500).collect() });
+        }
+        let v = parse_json(&url, &text)?;
+        let n = match kind {
+            TOKENIZER_EXTRAS_COUNT => v["count"].as_u64(),
+            _ => v["tokens"].as_array().map(|t| t.len() as u64),
+        };
+        n.map(|n| Some(u32::try_from(n).unwrap_or(u32::MAX)))
+            .ok_or_else(|| InferenceError::Protocol { url, reason: format!("no token count in the tokenizer's reply: {text:.200}") })
+    }
+
+    /// The text of a request without the template's markers: every
+    /// message's content and tool calls, one line each, and the tools.
+    fn request_text(messages: &[ChatMessage], tools: &[ToolSpec]) -> String {
+        let mut lines: Vec<String> = Vec::with_capacity(messages.len() + 1);
+        for m in messages {
+            let mut line = m.content.clone();
+            for c in &m.tool_calls {
+                line.push_str(&json!({"name": c.name, "arguments": c.arguments}).to_string());
+            }
+            lines.push(line);
+        }
+        if !tools.is_empty() {
+            lines.push(tools_json(tools).to_string());
+        }
+        lines.join("\n")
+    }
+
+    /// Counts with the server's tokenizer, finding its endpoint on the first
+    /// call; the estimate when it has none. A server that cannot be reached
+    /// gives the estimate without deciding (it is asked again next time).
+    async fn count_request(&self, messages: &[ChatMessage], tools: &[ToolSpec]) -> Result<u32> {
+        let text = Self::request_text(messages, tools);
+        let framing = Self::FRAMING_PER_MESSAGE * u32::try_from(messages.len()).unwrap_or(u32::MAX) + Self::FRAMING_REPLY;
+        let known = self.tokenizer.load(Ordering::Relaxed);
+        let kinds: &[u8] = match known {
+            TOKENIZER_NONE => return Ok(estimate_request_tokens(messages, tools)),
+            TOKENIZER_UNKNOWN => &[TOKENIZER_EXTRAS_COUNT, TOKENIZER_TOKENIZE],
+            TOKENIZER_EXTRAS_COUNT => &[TOKENIZER_EXTRAS_COUNT],
+            _ => &[TOKENIZER_TOKENIZE],
+        };
+        for &kind in kinds {
+            match self.tokenize_with(kind, &text).await {
+                Ok(Some(n)) => {
+                    self.tokenizer.store(kind, Ordering::Relaxed);
+                    return Ok(n.saturating_add(framing));
+                }
+                Ok(None) => {}
+                Err(InferenceError::Http { .. }) => return Ok(estimate_request_tokens(messages, tools)),
+                Err(e) if known == TOKENIZER_UNKNOWN => {
+                    tracing::debug!("tokenizer endpoint probe failed: {e}");
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        if known == TOKENIZER_UNKNOWN {
+            tracing::warn!("{} has no tokenizer endpoint: token counts are estimated (about 4 bytes a token)", self.root);
+            self.tokenizer.store(TOKENIZER_NONE, Ordering::Relaxed);
+        }
+        Ok(estimate_request_tokens(messages, tools))
     }
 
     /// Whether requests still carry the llama.cpp sampler fields (`top_k`
@@ -152,7 +278,7 @@ impl Backend for OpenAiBackend {
     }
 
     fn count_tokens<'a>(&'a self, messages: &'a [ChatMessage], tools: &'a [ToolSpec]) -> BoxFuture<'a, Result<u32>> {
-        Box::pin(async move { Ok(estimate_request_tokens(messages, tools)) })
+        Box::pin(self.count_request(messages, tools))
     }
 
     fn context_size(&self) -> u32 {

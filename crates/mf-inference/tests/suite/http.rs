@@ -57,6 +57,7 @@ async fn serve_seq(replies: Vec<(u16, &'static str, &'static str)>) -> (String, 
             let reason = match status {
                 200 => "OK",
                 400 => "Bad Request",
+                404 => "Not Found",
                 _ => "Internal Server Error",
             };
             let resp = format!("HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nConnection: close\r\n\r\n");
@@ -308,4 +309,50 @@ async fn openai_other_client_errors_are_not_retried() {
     let _ = server.await;
     assert!(matches!(&err, InferenceError::HttpStatus { status: 400, body, .. } if body.contains("field required")), "{err}");
     assert!(backend.sends_llama_sampler_fields());
+}
+
+#[tokio::test]
+async fn openai_counts_tokens_with_llama_cpp_python_tokenizer() {
+    let (base, server) = serve_seq(vec![(200, "application/json", r#"{"count": 40}"#), (200, "application/json", r#"{"count": 7}"#)]).await;
+    let backend = OpenAiBackend::new(&format!("{base}/v1"), "smollm2", None, 8192).unwrap();
+    assert_eq!(backend.counts_with_server_tokenizer(), None);
+    let conv = tool_conversation();
+    let n = backend.count_tokens(&conv, &tools()).await.unwrap();
+    let framing = OpenAiBackend::FRAMING_PER_MESSAGE * conv.len() as u32 + OpenAiBackend::FRAMING_REPLY;
+    assert_eq!(n, 40 + framing);
+    assert_eq!(backend.counts_with_server_tokenizer(), Some(true));
+    let n = backend.count_tokens(&[ChatMessage::user("hi")], &[]).await.unwrap();
+    assert_eq!(n, 7 + OpenAiBackend::FRAMING_PER_MESSAGE + OpenAiBackend::FRAMING_REPLY);
+    let got = server.await.unwrap();
+    for g in &got {
+        assert_eq!(g.request_line, "POST /extras/tokenize/count HTTP/1.1");
+    }
+    let input = got[0].body["input"].as_str().unwrap();
+    for m in &conv {
+        assert!(input.contains(&m.content), "{input}");
+    }
+    assert!(input.contains("/api/orders?status=refunded") && input.contains("Fetch a JSON resource"), "tool calls and tools are counted: {input}");
+}
+
+#[tokio::test]
+async fn openai_counts_with_llama_server_tokenize_when_extras_are_missing() {
+    let (base, server) = serve_seq(vec![(404, "application/json", r#"{"detail":"Not Found"}"#), (200, "application/json", r#"{"tokens": [1, 2, 3]}"#)]).await;
+    let backend = OpenAiBackend::new(&base, "m", None, 8192).unwrap();
+    let n = backend.count_tokens(&[ChatMessage::user("hi")], &[]).await.unwrap();
+    assert_eq!(n, 3 + OpenAiBackend::FRAMING_PER_MESSAGE + OpenAiBackend::FRAMING_REPLY);
+    let got = server.await.unwrap();
+    assert_eq!(got[1].request_line, "POST /tokenize HTTP/1.1");
+    assert_eq!(got[1].body["content"], "hi");
+}
+
+#[tokio::test]
+async fn openai_without_a_tokenizer_estimates_and_stops_asking() {
+    let (base, server) = serve_seq(vec![(404, "application/json", "{}"), (404, "application/json", "{}")]).await;
+    let backend = OpenAiBackend::new(&base, "m", None, 8192).unwrap();
+    let conv = tool_conversation();
+    let n = backend.count_tokens(&conv, &tools()).await.unwrap();
+    let _ = server.await;
+    assert_eq!(backend.counts_with_server_tokenizer(), Some(false));
+    let ollama = OllamaBackend::new("http://127.0.0.1:1", "m", 2048).unwrap();
+    assert_eq!(n, ollama.count_tokens(&conv, &tools()).await.unwrap(), "the same estimate as elsewhere");
 }
