@@ -211,7 +211,6 @@ app_commands![
     settings_cmd::save_settings,
     models::app_info,
     models::list_models,
-    models::pick_model_file,
     models::download_recommended_model,
     bench::bench_options,
     bench::run_benchmark,
@@ -226,7 +225,7 @@ fn process_alive(pid: i64) -> bool {
 /// The app over any runtime (tests use `tauri::test::mock_builder()`).
 #[must_use]
 pub fn app<R: Runtime>(builder: tauri::Builder<R>) -> tauri::Builder<R> {
-    builder.invoke_handler(handler()).setup(|app| {
+    builder.plugin(tauri_plugin_dialog::init()).invoke_handler(handler()).setup(|app| {
         // Sessions go where `mf` keeps them, so History lists the CLI's too.
         let shared = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share/measured-forgetting"));
         let paths = Paths::resolve(app.path().app_config_dir().ok(), shared.or_else(|| app.path().app_data_dir().ok()));
@@ -272,23 +271,84 @@ mod tests {
         v.as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_owned()).collect()
     }
 
+    /// The plugin permissions the capability may grant: the dialog plugin's
+    /// open (a native file/folder picker that returns a path). Not
+    /// `dialog:default` (it adds save and message dialogs), no fs, shell or
+    /// opener permission: the webview gets no file access.
+    const PLUGIN_PERMISSIONS: &[&str] = &["dialog:allow-open"];
+
+    /// Checks a capability against the commands and the granted plugin
+    /// permissions: exactly `allow-<command>` for each command plus exactly
+    /// `plugins`, every one a plain string (no scoped grants), window `main` only.
+    fn check_capability(cap: &serde_json::Value, commands: &[String], plugins: &[&str]) -> Result<(), String> {
+        let perms = cap["permissions"].as_array().ok_or("no permissions array")?;
+        let mut granted = BTreeSet::new();
+        for p in perms {
+            let name = p.as_str().ok_or_else(|| format!("a scoped or non-string permission: {p}"))?;
+            if !granted.insert(name.to_owned()) {
+                return Err(format!("{name} is granted twice"));
+            }
+        }
+        let mut wanted: BTreeSet<String> = commands.iter().map(|c| format!("allow-{}", c.replace('_', "-"))).collect();
+        wanted.extend(plugins.iter().map(|p| (*p).to_owned()));
+        if granted != wanted {
+            let extra: Vec<_> = granted.difference(&wanted).collect();
+            let missing: Vec<_> = wanted.difference(&granted).collect();
+            return Err(format!("capability grants extra {extra:?}, lacks {missing:?}"));
+        }
+        if cap["windows"] != serde_json::json!(["main"]) {
+            return Err(format!("windows must be [\"main\"], not {}", cap["windows"]));
+        }
+        if cap.get("remote").is_some() || cap.get("webviews").is_some() || cap.get("platforms").is_some() {
+            return Err("no remote URLs, extra webviews or platform limits".into());
+        }
+        Ok(())
+    }
+
     /// `generate_handler!` (through `app_commands!`), the UI's commands.json and
-    /// the capability name the same commands: adding one to only one place fails here.
+    /// the capability name the same commands, and the capability grants no
+    /// plugin permission but the open dialog: adding one to only one place,
+    /// or a broader dialog/fs/shell permission anywhere, fails here.
     #[test]
     fn registered_commands_ui_list_and_capability_agree() {
         let registered: Vec<String> = COMMANDS.iter().map(|s| (*s).to_owned()).collect();
-        let ui = strings(&json("ui/src/lib/commands.json")["commands"]);
+        let list = json("ui/src/lib/commands.json");
+        let ui = strings(&list["commands"]);
         let set = |v: &[String]| v.iter().cloned().collect::<BTreeSet<_>>();
         assert_eq!(set(&registered).len(), registered.len(), "a command is registered twice");
         assert_eq!(set(&ui), set(&registered), "ui/src/lib/commands.json vs app_commands! in src-tauri/src/lib.rs");
+        assert_eq!(strings(&list["plugin_permissions"]), PLUGIN_PERMISSIONS, "ui/src/lib/commands.json plugin_permissions");
         let cap = json("src-tauri/capabilities/default.json");
-        let granted = set(&strings(&cap["permissions"]));
-        let wanted: BTreeSet<String> = registered.iter().map(|c| format!("allow-{}", c.replace('_', "-"))).collect();
-        assert_eq!(granted, wanted, "src-tauri/capabilities/default.json must grant exactly allow-<command> for each command, nothing else");
-        assert_eq!(strings(&cap["windows"]), ["main"]);
+        check_capability(&cap, &registered, PLUGIN_PERMISSIONS).unwrap();
     }
 
-    /// build.rs turned exactly these commands into the app's permissions.
+    /// The checker refuses what must not sneak in (so the test above can fail).
+    #[test]
+    fn capability_check_refuses_broader_or_missing_permissions() {
+        let registered: Vec<String> = COMMANDS.iter().map(|s| (*s).to_owned()).collect();
+        let cap = json("src-tauri/capabilities/default.json");
+        let with = |extra: serde_json::Value| {
+            let mut c = cap.clone();
+            c["permissions"].as_array_mut().unwrap().push(extra);
+            check_capability(&c, &registered, PLUGIN_PERMISSIONS)
+        };
+        for p in ["dialog:default", "dialog:allow-save", "dialog:allow-message", "fs:default", "fs:allow-read-file", "shell:allow-open", "core:default", "allow-nope"] {
+            let e = with(p.into()).unwrap_err();
+            assert!(e.contains(p), "{p}: {e}");
+        }
+        let scoped = serde_json::json!({"identifier": "fs:scope", "allow": [{"path": "$HOME/**"}]});
+        assert!(with(scoped).unwrap_err().contains("scoped"));
+        let mut c = cap.clone();
+        c["permissions"].as_array_mut().unwrap().retain(|p| p != "dialog:allow-open");
+        assert!(check_capability(&c, &registered, PLUGIN_PERMISSIONS).unwrap_err().contains("dialog:allow-open"));
+        let mut c = cap.clone();
+        c["remote"] = serde_json::json!({"urls": ["https://*"]});
+        assert!(check_capability(&c, &registered, PLUGIN_PERMISSIONS).is_err());
+    }
+
+    /// build.rs turned exactly these commands into the app's permissions, and
+    /// the dialog plugin's `allow-open` (what the capability grants) allows
+    /// its `open` command and nothing else.
     #[test]
     fn build_script_generated_one_permission_per_command() {
         let acl = json("gen/schemas/acl-manifests.json");
@@ -299,6 +359,38 @@ mod tests {
         assert_eq!(cmds, want);
         got.retain(|k| k.starts_with("deny-"));
         assert_eq!(got.len(), COMMANDS.len(), "one deny- permission per command too");
+        let open = &acl["dialog"]["permissions"]["allow-open"]["commands"];
+        assert_eq!(strings(&open["allow"]), ["open"], "{open}");
+        assert_eq!(open["deny"], serde_json::json!([]));
+        let plugins: BTreeSet<&str> = acl.as_object().unwrap().keys().map(String::as_str).filter(|k| !k.starts_with("__")).collect();
+        assert!(!plugins.contains("fs") && !plugins.contains("shell"), "no fs or shell plugin is registered: {plugins:?}");
+    }
+
+    /// With the real context (the generated ACL from the capability), the
+    /// window reaches the app's commands, but none of the dialog plugin's
+    /// other commands (save, message, ask, confirm) nor any fs command.
+    /// (`open` itself would show a GTK dialog: it is not invoked here.)
+    #[test]
+    fn the_real_acl_grants_no_plugin_command_but_open() {
+        let d = tempfile::tempdir().unwrap();
+        let paths = Paths {
+            settings: d.path().join("cfg/settings.json"),
+            db: d.path().join("data/sessions.db"),
+            models: d.path().join("models"),
+            scenarios: root().join("scenarios/compaction"),
+            exports: d.path().join("exports"),
+        };
+        let app = tauri::test::mock_builder().plugin(tauri_plugin_dialog::init()).invoke_handler(handler()).build(tauri::generate_context!()).unwrap();
+        app.manage(AppState::new(paths).unwrap());
+        assert!(invoke(&app, "get_settings", serde_json::json!({})).is_ok());
+        for cmd in ["plugin:dialog|save", "plugin:dialog|message", "plugin:dialog|ask", "plugin:dialog|confirm", "plugin:fs|read_file", "plugin:fs|read_dir"] {
+            let e = invoke(&app, cmd, serde_json::json!({"options": {}, "path": "/etc/passwd"})).unwrap_err();
+            eprintln!("{cmd}: {e}");
+            assert!(e.as_str().unwrap_or_default().contains("not allowed"), "{cmd}: {e}");
+        }
+        // A remote page reaches nothing, open included.
+        let e = invoke_from(&app, "https://evil.example", "plugin:dialog|open", serde_json::json!({"options": {}})).unwrap_err();
+        assert!(e.to_string().contains("not allowed"), "{e}");
     }
 
     /// The content security policy forbids remote scripts, images and connections.
@@ -392,7 +484,6 @@ mod tests {
         assert_eq!(e["code"], "not_found");
         let models = invoke(&app, "list_models", serde_json::json!({})).unwrap();
         assert_eq!(models[0]["name"], models::TEST_MODEL_FILE);
-        assert_eq!(invoke(&app, "pick_model_file", serde_json::json!({})).unwrap_err()["code"], "unsupported");
         assert_eq!(invoke(&app, "export_benchmark", serde_json::json!({"runId": "x", "format": "json"})).unwrap_err()["code"], "not_found");
     }
 

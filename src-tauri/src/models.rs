@@ -1,6 +1,6 @@
 //! Model commands: the models in `models/`, which one runs by default (and
-//! the notice when it is only the test model), the file picker and the
-//! recommended model's download.
+//! the notice when it is only the test model) and the recommended model's
+//! download. (The file picker is the dialog plugin's `open`, called by the UI.)
 
 use std::path::{Path, PathBuf};
 
@@ -92,14 +92,6 @@ pub fn app_info(state: State<'_, AppState>) -> CmdResult<AppInfo> {
 #[tauri::command]
 pub fn list_models(state: State<'_, AppState>) -> CmdResult<Vec<ModelInfo>> {
     local_models(&state.paths.models)
-}
-
-/// A native file dialog needs a plugin this build does not carry (the
-/// webview gets no file-system access): the path is typed, or chosen from
-/// the `models/` list.
-#[tauri::command]
-pub fn pick_model_file() -> CmdResult<Option<String>> {
-    Err(CommandError::new("unsupported", "This build has no file dialog: type the model's path, or pick one from the models/ list."))
 }
 
 /// What the download reports (ui/src/lib/api.ts `DownloadEvent`).

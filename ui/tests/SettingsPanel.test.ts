@@ -89,3 +89,58 @@ describe('SettingsPanel', () => {
     expect(screen.getByTestId('download-status').textContent).toContain('sha256 d98cdcbd03e1… verified');
   });
 });
+
+// The native pickers go through the dialog plugin (mocked here: a GTK dialog
+// cannot run in jsdom); what they return is checked like a typed path.
+const dialog = vi.hoisted(() => ({ open: vi.fn() }));
+vi.mock('@tauri-apps/plugin-dialog', () => dialog);
+
+describe('SettingsPanel pickers (dialog plugin mocked)', () => {
+  async function withPickers() {
+    const { tauriApi } = await import('../src/lib/api');
+    const m = mockApi({ pickModelFile: tauriApi.pickModelFile, pickFolder: tauriApi.pickFolder });
+    render(SettingsPanel, { api: m.api });
+    await screen.findByLabelText(/Context size/);
+    return m;
+  }
+
+  it('puts the chosen .gguf file in the model field, validated like a typed path', async () => {
+    dialog.open.mockReset();
+    const m = await withPickers();
+    dialog.open.mockResolvedValueOnce('/data/weights.bin');
+    await fireEvent.click(screen.getByRole('button', { name: 'Choose file…' }));
+    expect(dialog.open).toHaveBeenLastCalledWith(expect.objectContaining({ directory: false, multiple: false, filters: [{ name: 'GGUF model', extensions: ['gguf'] }] }));
+    await vi.waitFor(() => expect(input(/Model file/).value).toBe('/data/weights.bin'));
+    expect(field('model_path')?.textContent).toBe('The model must be a .gguf file.');
+    expect(save().disabled).toBe(true);
+
+    dialog.open.mockResolvedValueOnce('/data/Qwen3-8B-Q4_K_M.gguf');
+    await fireEvent.click(screen.getByRole('button', { name: 'Choose file…' }));
+    await vi.waitFor(() => expect(input(/Model file/).value).toBe('/data/Qwen3-8B-Q4_K_M.gguf'));
+    expect(field('model_path')).toBeNull();
+    // Cancelling the dialog (null) keeps the current choice.
+    dialog.open.mockResolvedValueOnce(null);
+    await fireEvent.click(screen.getByRole('button', { name: 'Choose file…' }));
+    await fireEvent.click(save());
+    expect(vi.mocked(m.api.saveSettings).mock.calls[0]![0].model_path).toBe('/data/Qwen3-8B-Q4_K_M.gguf');
+  });
+
+  it('adds a chosen folder to the workspace roots once, and reports a failed dialog', async () => {
+    dialog.open.mockReset();
+    const m = await withPickers();
+    const roots = () => (screen.getByLabelText(/Workspace roots/) as HTMLTextAreaElement).value;
+    dialog.open.mockResolvedValue('/srv/logs');
+    await fireEvent.click(screen.getByRole('button', { name: 'Add folder…' }));
+    expect(dialog.open).toHaveBeenLastCalledWith(expect.objectContaining({ directory: true, multiple: false }));
+    await vi.waitFor(() => expect(roots()).toBe('/work/data\n/srv/logs'));
+    await fireEvent.click(screen.getByRole('button', { name: 'Add folder…' }));
+    await new Promise((r) => setTimeout(r, 0));
+    expect(roots()).toBe('/work/data\n/srv/logs');
+    await fireEvent.click(save());
+    expect(vi.mocked(m.api.saveSettings).mock.calls[0]![0].workspace_roots).toEqual(['/work/data', '/srv/logs']);
+
+    dialog.open.mockRejectedValueOnce('no display');
+    await fireEvent.click(screen.getByRole('button', { name: 'Add folder…' }));
+    expect((await screen.findByRole('status')).textContent).toBe('Folder dialog failed: no display');
+  });
+});

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { clearMocks, mockIPC } from '@tauri-apps/api/mocks';
-import { ApiError, COMMANDS, tauriApi, toApiError } from '../src/lib/api';
+import { ApiError, COMMANDS, PLUGIN_PERMISSIONS, tauriApi, toApiError } from '../src/lib/api';
 
 afterEach(() => clearMocks());
 
@@ -55,9 +55,37 @@ describe('tauriApi', () => {
     expect(toApiError('boom')).toMatchObject({ code: 'internal', message: 'boom' });
   });
 
-  it('invokes exactly the commands listed in commands.json, each once', async () => {
+  it('opens the native pickers through plugin:dialog|open: one .gguf file, or one folder', async () => {
+    const calls: [string, unknown][] = [];
+    mockIPC((cmd, args) => {
+      calls.push([cmd, args]);
+      const o = (args as { options: { directory: boolean } }).options;
+      return o.directory ? '/srv/data' : '/models/m.gguf';
+    });
+    expect(await tauriApi.pickModelFile()).toBe('/models/m.gguf');
+    expect(await tauriApi.pickFolder()).toBe('/srv/data');
+    expect(calls).toEqual([
+      ['plugin:dialog|open', { options: { directory: false, multiple: false, title: 'Choose a GGUF model', filters: [{ name: 'GGUF model', extensions: ['gguf'] }] } }],
+      ['plugin:dialog|open', { options: { directory: true, multiple: false, title: 'Choose a workspace root' } }],
+    ]);
+    clearMocks();
+    mockIPC(() => null);
+    expect(await tauriApi.pickFolder()).toBeNull();
+    clearMocks();
+    mockIPC(() => {
+      throw 'dialog: no display';
+    });
+    await expect(tauriApi.pickModelFile()).rejects.toMatchObject({ code: 'internal', message: 'dialog: no display' });
+  });
+
+  it('invokes exactly the commands listed in commands.json, each once, and only the granted plugin command', async () => {
     const seen = new Set<string>();
+    const plugin = new Set<string>();
     mockIPC((cmd) => {
+      if (cmd.startsWith('plugin:')) {
+        plugin.add(cmd);
+        return null;
+      }
       seen.add(cmd);
       return cmd === 'list_investigations' || cmd === 'investigation_events' || cmd === 'list_models' ? [] : null;
     });
@@ -76,6 +104,7 @@ describe('tauriApi', () => {
       tauriApi.saveSettings(s),
       tauriApi.listModels(),
       tauriApi.pickModelFile(),
+      tauriApi.pickFolder(),
       tauriApi.downloadRecommendedModel(noop),
       tauriApi.benchOptions(),
       tauriApi.runBenchmark(s, noop),
@@ -84,5 +113,8 @@ describe('tauriApi', () => {
     ]);
     expect([...seen].sort()).toEqual([...COMMANDS].sort());
     expect(new Set(COMMANDS).size).toBe(COMMANDS.length);
+    // plugin:<name>|<command> is granted by the permission <name>:allow-<command>.
+    const needed = [...plugin].map((c) => c.replace(/^plugin:([a-z-]+)\|([a-z_]+)$/, (_, p: string, n: string) => `${p}:allow-${n.replace(/_/g, '-')}`));
+    expect(needed.sort()).toEqual([...PLUGIN_PERMISSIONS].sort());
   });
 });

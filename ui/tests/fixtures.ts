@@ -122,6 +122,7 @@ export function mockApi(over: Partial<Api> = {}) {
       { name: 'gemma-3-270m-q4_k_m.gguf', path: '/models/gemma-3-270m-q4_k_m.gguf', size_bytes: 253_000_000 },
     ]),
     pickModelFile: vi.fn(async () => null),
+    pickFolder: vi.fn(async () => null),
     downloadRecommendedModel: vi.fn(async (on: (e: DownloadEvent) => void) => {
       sinks.download = on;
     }),

@@ -8,6 +8,7 @@
 // thresholds, means or brackets.
 
 import { Channel, invoke } from '@tauri-apps/api/core';
+import { open } from '@tauri-apps/plugin-dialog';
 import type { AgentEvent } from './events';
 import commandList from './commands.json';
 
@@ -230,7 +231,10 @@ export interface Api {
   getSettings(): Promise<Settings>;
   saveSettings(settings: Settings): Promise<Settings>;
   listModels(): Promise<ModelInfo[]>;
+  /** A native open dialog for one `.gguf` file; `null` when the user cancels. */
   pickModelFile(): Promise<string | null>;
+  /** A native open dialog for one folder (a workspace root); `null` when the user cancels. */
+  pickFolder(): Promise<string | null>;
   downloadRecommendedModel(onEvent: (e: DownloadEvent) => void): Promise<void>;
   benchOptions(): Promise<BenchOptions>;
   runBenchmark(request: BenchRequest, onEvent: (e: BenchEvent) => void): Promise<string>;
@@ -241,6 +245,21 @@ export interface Api {
 async function call<T>(cmd: string, args?: Record<string, unknown>): Promise<T> {
   try {
     return await invoke<T>(cmd, args);
+  } catch (e) {
+    throw toApiError(e);
+  }
+}
+
+/**
+ * The dialog plugin's `open` (`plugin:dialog|open`, the only plugin command
+ * the capability grants): it shows the native picker and returns the chosen
+ * path. The path is only text for the settings form, which validates it like
+ * a typed one; the webview gets no file access from it.
+ */
+async function pick(options: { directory: boolean; title: string; filters?: { name: string; extensions: string[] }[] }): Promise<string | null> {
+  try {
+    const chosen = await open({ ...options, multiple: false });
+    return typeof chosen === 'string' ? chosen : null;
   } catch (e) {
     throw toApiError(e);
   }
@@ -265,7 +284,8 @@ export const tauriApi: Api = {
   getSettings: () => call('get_settings'),
   saveSettings: (settings) => call('save_settings', { settings }),
   listModels: () => call('list_models'),
-  pickModelFile: () => call('pick_model_file'),
+  pickModelFile: () => pick({ directory: false, title: 'Choose a GGUF model', filters: [{ name: 'GGUF model', extensions: ['gguf'] }] }),
+  pickFolder: () => pick({ directory: true, title: 'Choose a workspace root' }),
   downloadRecommendedModel: (onEvent) => call('download_recommended_model', { onEvent: channel(onEvent) }),
   benchOptions: () => call('bench_options'),
   runBenchmark: (request, onEvent) => call('run_benchmark', { request, onEvent: channel(onEvent) }),
@@ -279,3 +299,10 @@ export const tauriApi: Api = {
  * `generate_handler!` and the capability's permissions.
  */
 export const COMMANDS: readonly string[] = commandList.commands;
+
+/**
+ * The plugin permissions the capability grants besides the app's commands
+ * (`dialog:allow-open` for `plugin:dialog|open`); also in commands.json and
+ * checked by the same sync test.
+ */
+export const PLUGIN_PERMISSIONS: readonly string[] = commandList.plugin_permissions;
