@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use mf_bench::{Condition, Model, ModelResult, RunConfig, Scorers, load, report, run_suite};
-use mf_inference::{LlamaConfig, LlamaSession};
+use mf_inference::{CancelToken, LlamaConfig, LlamaSession};
 use serde::{Deserialize, Serialize};
 use tauri::State;
 use tauri::ipc::Channel;
@@ -92,12 +92,19 @@ pub enum BenchEvent {
 /// A run of this process.
 #[derive(Default)]
 pub struct BenchRun {
-    /// Set by `cancel_benchmark`.
-    cancelled: std::sync::atomic::AtomicBool,
-    /// The model session in use (stopping it makes the run fail fast).
-    session: Mutex<Option<Arc<LlamaSession>>>,
+    /// Cancelled by `cancel_benchmark`: every model of the run generates with
+    /// it (`mf_bench::Model::with_cancel`), so the call in progress stops at
+    /// its next token and `run_suite` ends with `BenchError::Cancelled`.
+    cancel: CancelToken,
     /// Results so far.
     results: Mutex<Vec<ModelResult>>,
+}
+
+impl BenchRun {
+    /// Cancels the run (see [`cancel_benchmark`]).
+    pub fn cancel(&self) {
+        self.cancel.cancel();
+    }
 }
 
 /// Runs of this process by id.
@@ -126,6 +133,17 @@ pub fn bench_options(state: State<'_, AppState>) -> CmdResult<BenchOptions> {
 /// Starts a benchmark run in the background; its events stream to `on_event`. Returns the run id.
 #[tauri::command]
 pub fn run_benchmark(state: State<'_, AppState>, request: BenchRequest, on_event: Channel<BenchEvent>) -> CmdResult<String> {
+    start(&state, request, move |e| {
+        let _ = on_event.send(e);
+    })
+}
+
+/// What `run_benchmark` does, with the events going to `send`: checks the
+/// request, then runs each model on a thread of its own. Returns the run id.
+///
+/// # Errors
+/// `invalid` / `bench` for a request that cannot run.
+pub fn start(state: &AppState, request: BenchRequest, send: impl Fn(BenchEvent) + Send + 'static) -> CmdResult<String> {
     if request.models.is_empty() {
         return Err(CommandError::invalid("Choose at least one model."));
     }
@@ -164,33 +182,24 @@ pub fn run_benchmark(state: State<'_, AppState>, request: BenchRequest, on_event
     std::thread::Builder::new()
         .name("benchmark".into())
         .spawn(move || {
-            let send = |e: BenchEvent| {
-                let _ = on_event.send(e);
-            };
             send(BenchEvent::Started { run_id: rid, total });
-            let cancelled = || run.cancelled.load(std::sync::atomic::Ordering::SeqCst);
+            let cancelled = || run.cancel.is_cancelled();
             for (i, path) in models.iter().enumerate() {
                 let offset = per_model * i as u64;
                 let outcome = (|| -> Result<ModelResult, CommandError> {
                     // Long scenarios need ~5k tokens uncompressed (the `full` condition), as in bench-forgetting.
                     let mut lc = LlamaConfig::new(path).with_n_ctx(8192);
                     lc.n_threads = threads;
-                    let session = Arc::new(LlamaSession::load(lc)?);
-                    if let Ok(mut s) = run.session.lock() {
-                        *s = Some(session.clone());
-                    }
                     if cancelled() {
-                        session.stop();
+                        return Err(mf_bench::BenchError::Cancelled.into());
                     }
-                    let model = Model::llama(session)?;
+                    let session = Arc::new(LlamaSession::load(lc)?);
+                    let model = Model::llama(session)?.with_cancel(run.cancel.clone());
                     let r = run_suite(&model, None, &scenarios, &cfg, &mut |p| {
                         send(BenchEvent::Progress { done: offset + p.done, total, label: p.label });
                     })?;
                     Ok(r)
                 })();
-                if let Ok(mut s) = run.session.lock() {
-                    *s = None;
-                }
                 match outcome {
                     _ if cancelled() => {
                         send(BenchEvent::Cancelled);
@@ -214,17 +223,13 @@ pub fn run_benchmark(state: State<'_, AppState>, request: BenchRequest, on_event
     Ok(run_id)
 }
 
-/// Cancels run `run_id`: its model session stops, so the step in progress
-/// ends and the run reports `cancelled`.
+/// Cancels run `run_id`: the generation in progress stops at its next token
+/// (or prefill batch), no later call starts, and the run reports `cancelled`
+/// with no result for the model it was on. (A model still loading finishes
+/// loading first.)
 #[tauri::command]
-pub async fn cancel_benchmark(state: State<'_, AppState>, run_id: String) -> CmdResult<()> {
-    let run = state.bench(&run_id)?;
-    run.cancelled.store(true, std::sync::atomic::Ordering::SeqCst);
-    let session = run.session.lock().ok().and_then(|s| s.clone());
-    if let Some(s) = session {
-        // `stop` waits for the generation in progress: off the IPC thread.
-        tauri::async_runtime::spawn_blocking(move || s.stop());
-    }
+pub fn cancel_benchmark(state: State<'_, AppState>, run_id: String) -> CmdResult<()> {
+    state.bench(&run_id)?.cancel();
     Ok(())
 }
 
@@ -233,9 +238,17 @@ pub async fn cancel_benchmark(state: State<'_, AppState>, run_id: String) -> Cmd
 /// `bench-forgetting --json` writes) or as Markdown. Returns the file's path.
 #[tauri::command]
 pub fn export_benchmark(state: State<'_, AppState>, run_id: String, format: String) -> CmdResult<String> {
-    let run = state.bench(&run_id)?;
+    export(&state, &run_id, &format)
+}
+
+/// What `export_benchmark` does.
+///
+/// # Errors
+/// `not_found`, `invalid` (format), `export` (cannot write).
+pub fn export(state: &AppState, run_id: &str, format: &str) -> CmdResult<String> {
+    let run = state.bench(run_id)?;
     let results = run.results.lock().map_err(|_| CommandError::internal("results poisoned"))?.clone();
-    let (text, ext) = match format.as_str() {
+    let (text, ext) = match format {
         "json" => (serde_json::to_string_pretty(&results).map_err(|e| CommandError::internal(e.to_string()))?, "json"),
         "markdown" => (report::markdown(&results), "md"),
         other => return Err(CommandError::invalid(format!("Unknown export format {other:?}; use json or markdown."))),

@@ -544,6 +544,51 @@ mod tests {
         assert!(!d.path().join("models/other.gguf").exists(), "a file that fails its checksum is not kept");
     }
 
+    /// A benchmark cancelled while it runs (SmolLM2 from models/) reports
+    /// `cancelled` and no model result, and has nothing to export.
+    #[test]
+    fn a_cancelled_benchmark_reports_cancelled_and_no_result() {
+        let models_dir = root().join("models");
+        if !models_dir.join(models::TEST_MODEL_FILE).is_file() {
+            eprintln!("skipped: models/{} is missing (scripts/setup.sh fetches it)", models::TEST_MODEL_FILE);
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let paths = Paths {
+            settings: d.path().join("cfg/settings.json"),
+            db: d.path().join("data/sessions.db"),
+            models: models_dir,
+            scenarios: root().join("scenarios/compaction"),
+            exports: d.path().join("exports"),
+        };
+        let state = AppState::new(paths).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let own = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let req = bench::BenchRequest { models: own(&[models::TEST_MODEL_FILE]), scenarios: own(&["lookup-short"]), conditions: own(&["full", "v2"]), scorers: own(&["keyword"]), reps: 1 };
+        let id = bench::start(&state, req, move |e| {
+            let _ = tx.send(serde_json::to_value(e).unwrap());
+        })
+        .unwrap();
+        let first = rx.recv_timeout(Duration::from_secs(60)).unwrap();
+        assert_eq!(first["type"], "started", "{first}");
+        std::thread::sleep(Duration::from_millis(1500));
+        let t = std::time::Instant::now();
+        state.bench(&id).unwrap().cancel();
+        let mut seen = Vec::new();
+        loop {
+            let e = rx.recv_timeout(Duration::from_secs(120)).expect("the run ended");
+            let kind = e["type"].as_str().unwrap().to_owned();
+            seen.push(kind.clone());
+            if kind != "progress" {
+                break;
+            }
+        }
+        eprintln!("cancel answered after {:?}; events after the cancel: {seen:?}", t.elapsed());
+        assert_eq!(seen.last().map(String::as_str), Some("cancelled"), "{seen:?}");
+        let exported = bench::export(&state, &id, "json").unwrap();
+        assert_eq!(std::fs::read_to_string(exported).unwrap().trim(), "[]");
+    }
+
     #[test]
     fn bench_options_list_the_scenarios_and_conditions() {
         let d = tempfile::tempdir().unwrap();

@@ -51,6 +51,11 @@ pub enum BenchError {
     /// Results could not be (de)serialised.
     #[error("results JSON: {0}")]
     Json(#[from] serde_json::Error),
+    /// The run was cancelled through the model's [`mf_inference::CancelToken`]
+    /// (`Model::cancel_token`): there is no result, since the work done so
+    /// far is not a run of the suite.
+    #[error("benchmark cancelled")]
+    Cancelled,
     /// A results file does not match the schema.
     #[error("results do not match the schema: {0}")]
     Schema(String),

@@ -86,6 +86,10 @@ pub struct Model {
     info: ModelInfo,
     counts: RefCell<HashMap<String, usize>>,
     stats: RefCell<HashMap<Purpose, CallStats>>,
+    /// Passed to every generation (the agent's stop mechanism): cancelling it
+    /// stops the call in progress at its next token or prefill batch, and
+    /// every later call fails with [`BenchError::Cancelled`].
+    cancel: CancelToken,
     /// Whether the backend reports real KV figures (llama.cpp only).
     pub reports_kv: bool,
 }
@@ -118,7 +122,16 @@ impl Model {
             .map_err(|e| BenchError::InvalidSetting { name: "runtime", reason: e.to_string() })?;
         let info = backend.model_info();
         let reports_kv = info.backend == "llama.cpp";
-        Ok(Model { backend, llama: None, rt, info, counts: RefCell::new(HashMap::new()), stats: RefCell::new(HashMap::new()), reports_kv })
+        Ok(Model {
+            backend,
+            llama: None,
+            rt,
+            info,
+            counts: RefCell::new(HashMap::new()),
+            stats: RefCell::new(HashMap::new()),
+            cancel: CancelToken::new(),
+            reports_kv,
+        })
     }
 
     /// What the backend says of its model.
@@ -126,20 +139,48 @@ impl Model {
         &self.info
     }
 
+    /// Uses `cancel` for every later call (one token shared by the workers of
+    /// a parallel run, so one cancel stops them all).
+    #[must_use]
+    pub fn with_cancel(mut self, cancel: CancelToken) -> Self {
+        self.cancel = cancel;
+        self
+    }
+
+    /// The token that cancels this model's calls: the generation in progress
+    /// stops at its next token (or prefill batch), later ones are refused,
+    /// and the run ends with [`BenchError::Cancelled`].
+    pub fn cancel_token(&self) -> CancelToken {
+        self.cancel.clone()
+    }
+
+    /// Whether the run was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
     /// Generates (blocking), recording the figures under `purpose`.
     ///
     /// # Errors
-    /// The backend's.
+    /// The backend's; [`BenchError::Cancelled`] when the token is cancelled
+    /// before or during the call (a cut-off reply is never returned).
     pub fn generate(&self, purpose: Purpose, messages: Vec<ChatMessage>, sampling: Sampling) -> Result<Generation> {
+        if self.is_cancelled() {
+            return Err(BenchError::Cancelled);
+        }
         let t = Instant::now();
         let req = GenerateRequest { messages, tools: Vec::new(), sampling };
-        let g = match self.rt.block_on(self.backend.generate(req.clone(), None, CancelToken::new())) {
+        let g = match self.rt.block_on(self.backend.generate(req.clone(), None, self.cancel.clone())) {
             Err(e) if needs_user_first(&e) => {
                 let req = GenerateRequest { messages: user_first(req.messages), ..req };
-                self.rt.block_on(self.backend.generate(req, None, CancelToken::new()))?
+                self.rt.block_on(self.backend.generate(req, None, self.cancel.clone()))?
             }
+            Err(_) if self.is_cancelled() => return Err(BenchError::Cancelled),
             r => r?,
         };
+        if g.stop_reason == mf_inference::StopReason::Cancelled || self.is_cancelled() {
+            return Err(BenchError::Cancelled);
+        }
         let ms = t.elapsed().as_millis() as u64;
         self.stats.borrow_mut().entry(purpose).or_default().add(&g, ms);
         Ok(g)

@@ -421,8 +421,13 @@ fn check(cfg: &RunConfig) -> Result<()> {
 
 /// Runs the suite on `model`, grading with `judge` (the model itself when `None`).
 ///
+/// Cancelling `model.cancel_token()` (or the judge's) stops the call in
+/// progress at its next token (or prefill batch) and ends the run with
+/// [`BenchError::Cancelled`], whatever that call then reported: a cancelled
+/// run gives no partial numbers.
+///
 /// # Errors
-/// Model and planner errors; bad settings.
+/// Model and planner errors; bad settings; [`BenchError::Cancelled`].
 pub fn run_suite(
     model: &Model,
     judge: Option<&Model>,
@@ -440,12 +445,22 @@ pub fn run_suite(
     let total = u64::from(cfg.reps) * scenarios.len() as u64 * cfg.conditions.len() as u64;
     let mut done = 0;
     let mut outs = Vec::new();
+    let cancelled = || model.is_cancelled() || judge_model.is_cancelled();
     for item in items(scenarios, cfg.reps) {
+        if cancelled() {
+            return Err(BenchError::Cancelled);
+        }
         let out = run_scenario(model, judge_model, scenarios, item, cfg, &mut |label| {
             done += 1;
             progress(Progress { done, total, label });
-        })?;
+        })
+        .map_err(|e| if cancelled() { BenchError::Cancelled } else { e })?;
         outs.push((item, out));
+    }
+    // A call cut short by the cancel may have been absorbed (a summary's
+    // fallback): the run is still cancelled.
+    if cancelled() {
+        return Err(BenchError::Cancelled);
     }
     let mut stats = vec![model.stats()];
     if !std::ptr::eq(judge_model, model) {
@@ -459,8 +474,12 @@ pub fn run_suite(
 /// in the same order, and hold the same answers, as [`run_suite`]'s: a
 /// scenario's calls depend only on the scenario, the settings and the seed.
 ///
+/// Cancelling any worker's token (share one with [`Model::with_cancel`])
+/// ends the run with [`BenchError::Cancelled`], as in [`run_suite`].
+///
 /// # Errors
-/// The first worker's error (the others stop after their current scenario); no workers.
+/// The first worker's error (the others stop after their current scenario); no workers;
+/// [`BenchError::Cancelled`].
 pub fn run_suite_parallel(workers: Vec<Worker>, scenarios: &[LoadedScenario], cfg: &RunConfig, progress: &mut dyn FnMut(Progress)) -> Result<ModelResult> {
     check(cfg)?;
     let n_workers = workers.len();
@@ -491,7 +510,7 @@ pub fn run_suite_parallel(workers: Vec<Worker>, scenarios: &[LoadedScenario], cf
                         j.reset_stats();
                     }
                     let judge = w.judge.as_ref().unwrap_or(&w.model);
-                    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    while !stop.load(std::sync::atomic::Ordering::SeqCst) && !w.model.is_cancelled() && !judge.is_cancelled() {
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                         let Some(&item) = work.get(i) else { break };
                         let r = run_scenario(&w.model, judge, scenarios, item, cfg, &mut |label| {
@@ -525,6 +544,9 @@ pub fn run_suite_parallel(workers: Vec<Worker>, scenarios: &[LoadedScenario], cf
     });
     if finished.len() != n_workers {
         return Err(BenchError::InvalidSetting { name: "workers", reason: "a worker thread panicked".to_owned() });
+    }
+    if finished.iter().any(|w| w.model.is_cancelled() || w.judge.as_ref().is_some_and(Model::is_cancelled)) {
+        return Err(BenchError::Cancelled);
     }
     outs.sort_by_key(|(i, _)| *i);
     let mut ok = Vec::new();
