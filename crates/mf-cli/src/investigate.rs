@@ -49,6 +49,15 @@ pub struct ToolArgs {
     pub max_args_bytes: usize,
 }
 
+/// How tools reach a model on an OpenAI-compatible server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OpenAiTools {
+    /// As OpenAI's `tools` and `tool_calls` fields.
+    Native,
+    /// Written into the messages' text, calls read from the reply's text.
+    Text,
+}
+
 fn is_loopback_host(h: &str) -> bool {
     let host = h.rsplit_once(':').filter(|(a, p)| !a.ends_with(':') && p.chars().all(|c| c.is_ascii_digit())).map_or(h, |(a, _)| a);
     let host = host.trim_start_matches('[').trim_end_matches(']');
@@ -137,6 +146,12 @@ pub struct InvestigateArgs {
     /// history again.
     #[arg(long)]
     pub openai: Option<String>,
+    /// With `--openai`: `native` sends tools and tool calls as OpenAI fields;
+    /// `text` writes them into the messages' text and reads calls from the
+    /// reply's text, for a server whose chat template shows the model only
+    /// each message's content (llama-cpp-python with SmolLM2's template, for one).
+    #[arg(long, value_enum, default_value = "native")]
+    pub openai_tools: OpenAiTools,
     /// Compaction strategy: none, baseline, masking, v1, v2, v2.1.
     #[arg(long, default_value = "v2", value_parser = parse_strategy)]
     pub strategy: StrategyKind,
@@ -354,6 +369,9 @@ struct StoredSettings {
     /// The OpenAI-compatible server the investigation ran on (absent: in-process).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     openai: Option<String>,
+    /// Tool turns in the text on that server (`--openai-tools text`).
+    #[serde(default)]
+    openai_tools_in_text: bool,
     ctx: u32,
     threads: Option<i32>,
     agent: AgentSettings,
@@ -372,11 +390,12 @@ async fn load_model(path: &Path, ctx: u32, threads: Option<i32>) -> anyhow::Resu
 
 /// The backend: an OpenAI-compatible server when `openai` is given (then
 /// `model` is the server's model name), else the GGUF at `model` in-process.
-async fn load_backend(model: &Path, openai: Option<&str>, ctx: u32, threads: Option<i32>) -> anyhow::Result<Arc<dyn Backend>> {
+async fn load_backend(model: &Path, openai: Option<&str>, tools_in_text: bool, ctx: u32, threads: Option<i32>) -> anyhow::Result<Arc<dyn Backend>> {
     let backend: Arc<dyn Backend> = match openai {
         Some(url) => {
             let name = model.to_string_lossy();
-            Arc::new(OpenAiBackend::new(url, name.as_ref(), std::env::var("OPENAI_API_KEY").ok(), ctx).map_err(|e| UsageError(e.to_string()))?)
+            let backend = OpenAiBackend::new(url, name.as_ref(), std::env::var("OPENAI_API_KEY").ok(), ctx).map_err(|e| UsageError(e.to_string()))?;
+            Arc::new(backend.with_tools_in_text(tools_in_text))
         }
         None => load_model(model, ctx, threads).await?,
     };
@@ -464,13 +483,15 @@ pub async fn investigate(mut a: InvestigateArgs) -> anyhow::Result<()> {
         Some(p) => AgentSettings { system_prompt: p.clone(), ..settings },
         None => settings,
     };
-    let backend = load_backend(&model, a.openai.as_deref(), a.ctx, a.threads).await?;
+    let tools_in_text = a.openai_tools == OpenAiTools::Text;
+    let backend = load_backend(&model, a.openai.as_deref(), tools_in_text, a.ctx, a.threads).await?;
     let keeps_kv = backend.keeps_kv();
     let registry = Arc::new(ToolRegistry::new(a.tools.settings()?).await.context("setting up the tools")?);
     let mut agent = Agent::new(backend, registry, approver(a.tools.approve), settings.clone()).map_err(|e| UsageError(e.to_string()))?;
     let stored = StoredSettings {
         model: if a.openai.is_some() { model.clone() } else { std::fs::canonicalize(&model).unwrap_or(model.clone()) },
         openai: a.openai.clone(),
+        openai_tools_in_text: tools_in_text,
         ctx: a.ctx,
         threads: a.threads,
         agent: settings,
@@ -623,7 +644,7 @@ pub async fn sessions(a: SessionsArgs) -> anyhow::Result<()> {
                 history.push(Message::user(&format!("m{next}"), &text));
             }
             let model = model.unwrap_or(s.model);
-            let backend = load_backend(&model, s.openai.as_deref(), s.ctx, s.threads).await?;
+            let backend = load_backend(&model, s.openai.as_deref(), s.openai_tools_in_text, s.ctx, s.threads).await?;
             let keeps_kv = backend.keeps_kv();
             let tools = ToolArgs { workspace: s.workspace, allow_host: s.allow_host, code: s.code, approve, max_args_bytes: s.agent.max_argument_bytes };
             let registry = Arc::new(ToolRegistry::new(tools.settings()?).await?);

@@ -85,9 +85,10 @@ fn sessions_on_an_empty_store_and_bad_input() {
     assert_eq!(out.status.code(), Some(2));
 }
 
-/// An OpenAI-compatible chat server on 127.0.0.1 that answers every request
-/// with one streamed text reply (no tool call); returns its port and the
-/// request bodies it received.
+/// An OpenAI-compatible chat server on 127.0.0.1 that answers every chat
+/// request with one streamed text reply (no tool call) and anything else
+/// (the tokenizer endpoints) with 404; returns its port and the chat request
+/// bodies it received.
 fn serve_openai(answer: &'static str) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
@@ -98,19 +99,23 @@ fn serve_openai(answer: &'static str) -> (u16, std::sync::Arc<std::sync::Mutex<V
             let mut s = s.unwrap();
             let mut buf = Vec::new();
             let mut tmp = [0u8; 8192];
-            let (head_end, len) = loop {
+            let (head_end, len, chat) = loop {
                 let n = s.read(&mut tmp).unwrap();
                 assert!(n > 0, "client closed early");
                 buf.extend_from_slice(&tmp[..n]);
                 if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
                     let head = String::from_utf8_lossy(&buf[..i]).to_ascii_lowercase();
                     let len = head.lines().find_map(|l| l.strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap())).unwrap_or(0);
-                    break (i + 4, len);
+                    break (i + 4, len, head.starts_with("post /v1/chat/completions "));
                 }
             };
             while buf.len() < head_end + len {
                 let n = s.read(&mut tmp).unwrap();
                 buf.extend_from_slice(&tmp[..n]);
+            }
+            if !chat {
+                let _ = write!(s, "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+                continue;
             }
             seen.lock().unwrap().push(serde_json::from_slice(&buf[head_end..head_end + len]).unwrap());
             let chunk = serde_json::json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": answer}, "finish_reason": "stop"}]});
@@ -157,4 +162,20 @@ fn investigate_runs_on_an_openai_server_and_says_kv_is_unavailable() {
     let last = &b[b.len() - 1];
     assert_eq!(last["model"], "smol-server");
     assert!(last["messages"].as_array().unwrap().iter().any(|m| m["content"] == "And which team?"), "{last}");
+}
+
+#[test]
+fn investigate_with_openai_tools_in_text_sends_no_tools_field() {
+    let home = tempfile::tempdir().unwrap();
+    let (port, bodies) = serve_openai("It is Priya Raman.");
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let args = ["investigate", "Who owns the service?", "--openai", &url, "--openai-tools", "text", "--allow-host", "127.0.0.1:9", "--ctx", "2048", "--json"];
+    let out = mf(&args, home.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let b = bodies.lock().unwrap();
+    assert!(b[0].get("tools").is_none(), "{}", b[0]);
+    let system = b[0]["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("You can call these tools") && system.contains("\"http\""), "{system}");
+    let out = mf(&["investigate", "q", "--openai", &url, "--openai-tools", "xml"], home.path());
+    assert_eq!(out.status.code(), Some(2), "a bad --openai-tools is a usage error");
 }

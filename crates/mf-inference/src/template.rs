@@ -284,7 +284,7 @@ impl ChatTemplate {
 }
 
 /// The system-prompt section that teaches a template-less model to call tools.
-fn fallback_tool_instructions(tools: &[ToolSpec]) -> String {
+pub(crate) fn fallback_tool_instructions(tools: &[ToolSpec]) -> String {
     let mut s = String::from("You can call these tools:\n");
     for t in tools {
         let spec = json!({"name": t.name, "description": t.description, "parameters": t.parameters});

@@ -12,6 +12,13 @@
 //!   completion tokens are then counted one per streamed text chunk (one
 //!   token per chunk there, except where it holds text back at a stop-string
 //!   prefix or a split UTF-8 character), the prompt tokens stay 0 (unknown);
+//! - its template (the GGUF's, SmolLM2's ChatML) renders only `content`: the
+//!   `tools` list and the `tool_calls` of assistant turns never reach the
+//!   model, which then answered the loopback world's question without a call.
+//!   [`OpenAiBackend::with_tools_in_text`] puts tool turns into the text as
+//!   the in-process backend does for such templates (tool instructions in the
+//!   system prompt, calls as fenced JSON, results as user turns) and reads
+//!   calls back from the text;
 //! - a prompt over its context fails *after* the `200 OK`: the stream ends
 //!   with no chunk, no `finish_reason` and no `[DONE]` — that is an error
 //!   here, not an empty answer;
@@ -34,6 +41,7 @@ use super::common::{StreamedReply, client, estimate_request_tokens, http_err, mo
 use crate::backend::{Backend, CancelToken, TokenSink};
 use crate::error::{InferenceError, Result};
 use crate::reply::assemble;
+use crate::template::fallback_tool_instructions;
 use crate::tool_parse::{ToolCallFormat, new_call_id};
 use crate::types::{ChatMessage, GenerateRequest, Generation, KvStats, ModelInfo, Role, StopReason, ToolCall, ToolSpec};
 
@@ -51,6 +59,8 @@ pub struct OpenAiBackend {
     root: String,
     /// Which tokenizer endpoint the server has ([`TOKENIZER_UNKNOWN`] until asked).
     tokenizer: Arc<AtomicU8>,
+    /// Tool turns written into the text (see [`OpenAiBackend::with_tools_in_text`]).
+    tools_in_text: bool,
 }
 
 
@@ -103,7 +113,46 @@ impl OpenAiBackend {
             llama_sampler_fields: Arc::new(AtomicBool::new(true)),
             root: root.as_str().trim_end_matches('/').to_string(),
             tokenizer: Arc::new(AtomicU8::new(TOKENIZER_UNKNOWN)),
+            tools_in_text: false,
         })
+    }
+
+    /// For a server whose chat template cannot render tools (it shows the
+    /// model only each message's `content`): send no `tools` field and no
+    /// `tool_calls`; instead describe the tools in the system prompt, write
+    /// past calls as fenced JSON in the assistant's text and tool results as
+    /// user turns (`Tool result (NAME):`), and parse calls from the reply's
+    /// text — the prompt the in-process backend renders for such a template.
+    #[must_use]
+    pub fn with_tools_in_text(mut self, on: bool) -> Self {
+        self.tools_in_text = on;
+        self
+    }
+
+    /// The messages as sent: as they are, or with tool turns in the text.
+    fn wire_messages<'m>(&self, messages: &'m [ChatMessage], tools: &[ToolSpec]) -> std::borrow::Cow<'m, [ChatMessage]> {
+        if !self.tools_in_text {
+            return std::borrow::Cow::Borrowed(messages);
+        }
+        let mut out = Vec::with_capacity(messages.len() + 1);
+        if !tools.is_empty() && messages.first().is_none_or(|m| m.role != Role::System) {
+            out.push(ChatMessage::system(fallback_tool_instructions(tools)));
+        }
+        for (i, m) in messages.iter().enumerate() {
+            out.push(match m.role {
+                Role::System if i == 0 && !tools.is_empty() => {
+                    ChatMessage::system(format!("{}\n\n{}", m.content.trim_end(), fallback_tool_instructions(tools)))
+                }
+                Role::Assistant if !m.tool_calls.is_empty() => {
+                    let calls: Vec<String> = m.tool_calls.iter().map(|c| ToolCallFormat::FencedJson.format_call(c)).collect();
+                    let text = if m.content.trim().is_empty() { calls.join("\n") } else { format!("{}\n{}", m.content.trim_end(), calls.join("\n")) };
+                    ChatMessage::assistant(text)
+                }
+                Role::Tool => ChatMessage::user(format!("Tool result ({}):\n{}", m.name.as_deref().unwrap_or("tool"), m.content)),
+                _ => m.clone(),
+            });
+        }
+        std::borrow::Cow::Owned(out)
     }
 
     /// Whether token counts come from the server's tokenizer (`Some(true)`),
@@ -168,6 +217,8 @@ impl OpenAiBackend {
     /// call; the estimate when it has none. A server that cannot be reached
     /// gives the estimate without deciding (it is asked again next time).
     async fn count_request(&self, messages: &[ChatMessage], tools: &[ToolSpec]) -> Result<u32> {
+        let wire = self.wire_messages(messages, tools);
+        let (messages, tools) = if self.tools_in_text { (wire.as_ref(), &[][..]) } else { (messages, tools) };
         let text = Self::request_text(messages, tools);
         let framing = Self::FRAMING_PER_MESSAGE * u32::try_from(messages.len()).unwrap_or(u32::MAX) + Self::FRAMING_REPLY;
         let known = self.tokenizer.load(Ordering::Relaxed);
@@ -209,7 +260,7 @@ impl OpenAiBackend {
     #[must_use]
     pub fn request_body(&self, request: &GenerateRequest) -> Value {
         let s = &request.sampling;
-        let messages: Vec<Value> = request.messages.iter().map(message_json).collect();
+        let messages: Vec<Value> = self.wire_messages(&request.messages, &request.tools).iter().map(message_json).collect();
         let mut body = json!({
             "model": self.model,
             "messages": messages,
@@ -232,7 +283,7 @@ impl OpenAiBackend {
         if !s.stop.is_empty() {
             body["stop"] = json!(s.stop);
         }
-        if !request.tools.is_empty() {
+        if !request.tools.is_empty() && !self.tools_in_text {
             body["tools"] = tools_json(&request.tools);
         }
         body
@@ -412,7 +463,8 @@ impl OpenAiBackend {
                     }
                 }
             }
-            let mut g = assemble(raw, false, ToolCallFormat::Hermes, calls, Some(thinking), stop, usage);
+            let format = if self.tools_in_text { ToolCallFormat::FencedJson } else { ToolCallFormat::Hermes };
+            let mut g = assemble(raw, false, format, calls, Some(thinking), stop, usage);
             if parse_error.is_some() {
                 g.tool_parse_error = parse_error;
             }

@@ -356,3 +356,37 @@ async fn openai_without_a_tokenizer_estimates_and_stops_asking() {
     let ollama = OllamaBackend::new("http://127.0.0.1:1", "m", 2048).unwrap();
     assert_eq!(n, ollama.count_tokens(&conv, &tools()).await.unwrap(), "the same estimate as elsewhere");
 }
+
+#[tokio::test]
+async fn openai_tools_in_text_for_templates_that_render_only_content() {
+    let reply = "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"Let me look.\\n```json\\n{\\\"name\\\": \\\"http_get\\\", \\\"arguments\\\": {\\\"path\\\": \\\"/api/orders\\\"}}\\n```\"},\"finish_reason\":null}]}\n\ndata: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+    let (base, server) = serve_once(200, "text/event-stream", reply).await;
+    let backend = OpenAiBackend::new(&base, "smollm2", None, 8192).unwrap().with_tools_in_text(true);
+    let g = backend.generate(request(Thinking::Off), None, CancelToken::new()).await.unwrap();
+    let b = server.await.unwrap().body;
+    assert!(b.get("tools").is_none(), "the template would drop them: {b}");
+    let msgs = b["messages"].as_array().unwrap();
+    let roles: Vec<&str> = msgs.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["system", "user", "assistant", "user", "assistant", "user"]);
+    assert!(msgs.iter().all(|m| m.get("tool_calls").is_none() && m.get("tool_call_id").is_none()), "{b}");
+    let system = msgs[0]["content"].as_str().unwrap();
+    assert!(system.starts_with("You are a careful investigator.") && system.contains("You can call these tools") && system.contains("http_get"), "{system}");
+    let call = msgs[2]["content"].as_str().unwrap();
+    assert!(call.starts_with("Let me check.\n```json\n") && call.contains(r#""arguments":{"path":"/api/orders?status=refunded"}"#), "{call}");
+    assert_eq!(msgs[3]["content"], "Tool result (http_get):\n{\"count\": 3, \"ids\": [\"a<1>\", \"b\", \"c\"]}");
+    assert_eq!(g.tool_calls.len(), 1, "{g:?}");
+    assert_eq!((g.tool_calls[0].name.as_str(), &g.tool_calls[0].arguments), ("http_get", &json!({"path": "/api/orders"})));
+    assert_eq!(g.stop_reason, StopReason::ToolCall);
+    assert_eq!(g.content, "Let me look.");
+}
+
+#[tokio::test]
+async fn openai_tools_in_text_are_counted_as_sent() {
+    let (base, server) = serve_seq(vec![(200, "application/json", r#"{"count": 10}"#)]).await;
+    let backend = OpenAiBackend::new(&base, "m", None, 8192).unwrap().with_tools_in_text(true);
+    let conv = tool_conversation();
+    backend.count_tokens(&conv, &tools()).await.unwrap();
+    let got = server.await.unwrap();
+    let input = got[0].body["input"].as_str().unwrap();
+    assert!(input.contains("You can call these tools") && input.contains("Tool result (http_get):"), "{input}");
+}
