@@ -8,9 +8,10 @@
 //      serves on 127.0.0.1:18931 (the world and prompts of
 //      crates/mf-agent/tests/real.rs); the gauge moves, a compaction appears
 //      in the timeline, its ledger opens;
-//   2. history lists the run;
-//   3. benchmark: one short scenario, two conditions, keyword scorer, from the panel;
-//   4. settings: the shell's own validation message.
+//   2. history lists the run, and Resume continues it (a new model call), then Stop;
+//   3. benchmark: one short scenario, two conditions, keyword scorer, from the
+//      panel; the same run again, cancelled while it runs;
+//   4. settings: the picker buttons, the shell's own validation message.
 // Screenshots go to $MF_SCREENSHOTS (default <repo>/artifacts/screenshots/app).
 //
 // Environment: MF_APP_BIN (the binary; default $CARGO_TARGET_DIR/debug/measured-forgetting),
@@ -243,6 +244,31 @@ try {
   await (await b.$('[data-testid="history-row"]')).waitForExist({ timeout: 10000 });
   check((await text('[data-testid="history-row"]')).includes('First call the http tool'), 'history lists the stored investigation');
 
+  // ---------------------------------------------------------- resume from history
+  // The run was stopped (and its compaction undone): Resume continues it from
+  // the stored history; the check is a new model call (a KV row) after the replay.
+  console.log(`resume (${secs()} s)`);
+  const resume = await (await b.$('[data-testid="history-row"]')).$('button=Resume');
+  check(await resume.isEnabled(), 'Resume is offered for the stopped investigation');
+  await resume.click();
+  const stop = await b.$('button=Stop');
+  await stop.waitForEnabled({ timeout: 30000 });
+  const replayedKv = (await b.$$('[data-testid="kv-row"]')).length;
+  const replayedRounds = (await b.$$('[data-testid="round"]')).length;
+  check(replayedRounds >= 1 && replayedKv >= 1, `the stored run was replayed (${replayedRounds} rounds, ${replayedKv} model calls) and continues live`);
+  await b.waitUntil(async () => (await b.$$('[data-testid="kv-row"]')).length > replayedKv || !(await stop.isEnabled()), { timeout: 180000, interval: 300 });
+  const kvRows = await b.$$('[data-testid="kv-row"]');
+  let resumedCall = 'none';
+  if (kvRows.length > replayedKv) {
+    const cells = await kvRows[replayedKv].$$('td');
+    resumedCall = `prompt ${await cells[2].getText()}, reused ${await cells[3].getText()}, decoded ${await cells[4].getText()}`;
+  }
+  check(kvRows.length > replayedKv, `the resumed run made a new model call (${resumedCall}; ${secs()} s)`);
+  await shot('06-resumed');
+  if (await stop.isEnabled()) await stop.click();
+  await b.waitUntil(async () => !(await stop.isEnabled()), { timeout: 120000, interval: 300 });
+  check(!(await stop.isEnabled()), 'the resumed run stopped');
+
   // ---------------------------------------------------------- benchmark
   console.log(`benchmark (${secs()} s)`);
   await tab('Benchmark');
@@ -275,9 +301,32 @@ try {
   await shot('04-benchmark');
   console.log(`  benchmark done (${secs()} s)`);
 
+  // ---------------------------------------------------------- benchmark cancel
+  // The same selection again, cancelled while it runs: the panel says
+  // Cancelled and shows no result table.
+  await (await b.$('button=Run benchmark')).click();
+  const cancel = await b.$('button=Cancel');
+  await cancel.waitForEnabled({ timeout: 30000 });
+  await b.pause(1500);
+  const tCancel = Date.now();
+  await cancel.click();
+  const status = await b.$('section[aria-label="Benchmark"] [role="status"]');
+  await status.waitForExist({ timeout: 60000 });
+  const cancelMs = Date.now() - tCancel;
+  check((await status.getText()) === 'Cancelled.', `the panel shows the cancelled state: "${await status.getText()}" (${cancelMs} ms after the click)`);
+  check(!(await (await b.$('[data-testid="bench-result"]')).isExisting()), 'a cancelled run shows no result table');
+  check(await (await b.$('button=Run benchmark')).isEnabled(), 'a new run can start after the cancel');
+  await shot('07-benchmark-cancelled');
+
   // ---------------------------------------------------------- settings
   console.log('settings');
   await tab('Settings');
+  // The native pickers (GTK dialogs) cannot be driven through WebDriver: only
+  // their buttons are checked here; vitest covers them with the plugin mocked.
+  for (const label of ['Choose file…', 'Add folder…']) {
+    const btn = await b.$(`button=${label}`);
+    check((await btn.isExisting()) && (await btn.isEnabled()), `the "${label}" picker button is there and enabled`);
+  }
   const area = await b.$('//label[contains(., "Workspace roots")]/textarea');
   await area.setValue('/definitely/not/here');
   await (await b.$('button=Save')).click();

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { fireEvent, render, screen, within } from '@testing-library/svelte';
 import { flushSync } from 'svelte';
 import BenchmarkPanel from '../src/lib/components/BenchmarkPanel.svelte';
@@ -87,5 +87,21 @@ describe('BenchmarkPanel', () => {
     await fireEvent.click(screen.getByRole('button', { name: 'Run benchmark' }));
     send({ type: 'error', message: 'model file not found: x.gguf' });
     expect(screen.getByRole('status').textContent).toBe('model file not found: x.gguf');
+  });
+
+  it('does not let Cancel reach the previous run before the new run has its id', async () => {
+    const { api, send } = await running();
+    await fireEvent.click(screen.getByRole('button', { name: 'Run benchmark' }));
+    send({ type: 'finished' });
+    // The second run's id has not arrived yet.
+    let resolve: (id: string) => void = () => {};
+    vi.mocked(api.runBenchmark).mockImplementationOnce(async () => new Promise<string>((r) => (resolve = r)));
+    await fireEvent.click(screen.getByRole('button', { name: 'Run benchmark' }));
+    const cancel = screen.getByRole('button', { name: 'Cancel' }) as HTMLButtonElement;
+    expect(cancel.disabled).toBe(true);
+    resolve('run-2');
+    await vi.waitFor(() => expect(cancel.disabled).toBe(false));
+    await fireEvent.click(cancel);
+    expect(api.cancelBenchmark).toHaveBeenLastCalledWith('run-2');
   });
 });

@@ -7,6 +7,7 @@ import { mockApi } from './fixtures';
 const rows = [
   { id: 2, question: 'Who owns disk sdb?', status: 'interrupted', exit_reason: null, created: 1_764_750_000, events: 31 },
   { id: 1, question: 'Row count?', status: 'finished', exit_reason: 'final answer', created: 1_764_740_000, events: 12 },
+  { id: 3, question: 'Stopped one', status: 'finished', exit_reason: 'cancelled', created: 1_764_730_000, events: 9 },
 ];
 
 describe('HistoryList', () => {
@@ -23,6 +24,9 @@ describe('HistoryList', () => {
     expect((within(trs[1]!).getByRole('button', { name: 'Resume' }) as HTMLButtonElement).disabled).toBe(true);
     await fireEvent.click(within(trs[0]!).getByRole('button', { name: 'Resume' }));
     expect(onresume).toHaveBeenCalledWith(2);
+    // Stopped by the user: it can be continued.
+    await fireEvent.click(within(trs[2]!).getByRole('button', { name: 'Resume' }));
+    expect(onresume).toHaveBeenLastCalledWith(3);
   });
 
   it('shows a store error', async () => {
