@@ -23,8 +23,8 @@ command -v npm >/dev/null || { echo "error: Node.js >= 20.19 with npm is require
 [ -d node_modules/vite ] || npm ci --no-audit --no-fund --loglevel=error
 echo "==> UI (vite build → ui/dist, embedded into the app)"
 npm -w ui run build
-echo "==> the app (cargo build -p measured-forgetting)"
-cargo build -p measured-forgetting
+echo "==> the app and its run_code sandbox helper beside it (cargo build -p measured-forgetting -p mf-tools --bins)"
+cargo build -p measured-forgetting -p mf-tools --bins
 bin="${CARGO_TARGET_DIR:-target}/debug/measured-forgetting"
 
 if [ -f models/Qwen3-8B-Q4_K_M.gguf ]; then

@@ -67,12 +67,42 @@ pub struct AppInfo {
     pub models_dir: String,
     /// The settings file.
     pub settings_file: String,
+    /// Whether investigations offer `run_code`, and why not.
+    pub run_code: RunCode,
+}
+
+/// Whether investigations offer `run_code` (ui/src/lib/api.ts `RunCode`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunCode {
+    /// Offered.
+    pub available: bool,
+    /// What the user should know: the sandbox in use, or why there is none.
+    pub message: String,
+}
+
+/// Whether `run_code` is offered under `settings` with the helper `code`
+/// (`CodeConfig::beside_exe`): off when its approval is deny; else the
+/// helper must be found and its sandbox probe pass (what the tools check
+/// when an investigation starts).
+pub async fn run_code_status(settings: &crate::settings::Settings, code: Result<mf_tools::code::CodeConfig, mf_tools::ToolError>) -> RunCode {
+    if settings.code_denied() {
+        return RunCode { available: false, message: "run_code is off: its approval (code) is set to deny.".into() };
+    }
+    let probed = match code {
+        Ok(cfg) => mf_tools::code::probe(&cfg).await,
+        Err(e) => Err(e),
+    };
+    match probed {
+        Ok(r) => RunCode { available: true, message: format!("run_code is offered (sandbox: {}).", r.mechanism) },
+        Err(e) => RunCode { available: false, message: format!("run_code unavailable: {e}") },
+    }
 }
 
 /// What the app runs with.
 #[tauri::command]
-pub fn app_info(state: State<'_, AppState>) -> CmdResult<AppInfo> {
+pub async fn app_info(state: State<'_, AppState>) -> CmdResult<AppInfo> {
     let s = state.settings()?;
+    let run_code = run_code_status(&s, mf_tools::code::CodeConfig::beside_exe()).await;
     let mut notice = None;
     if !Path::new(&s.model_path).is_file() {
         notice = Some(format!("No model file at {:?}. Run scripts/setup.sh to fetch the test models, or choose a model in Settings.", s.model_path));
@@ -85,6 +115,7 @@ pub fn app_info(state: State<'_, AppState>) -> CmdResult<AppInfo> {
         notice,
         models_dir: state.paths.models.display().to_string(),
         settings_file: state.paths.settings.display().to_string(),
+        run_code,
     })
 }
 
@@ -200,5 +231,36 @@ mod tests {
         assert!(notice.unwrap().contains("small test model"));
         std::fs::write(d.path().join(RECOMMENDED_FILE), "GGUF").unwrap();
         assert_eq!(default_model(d.path()), Some((d.path().join(RECOMMENDED_FILE), None)));
+    }
+
+    /// run_code's state as the UI shows it: off with deny; unavailable,
+    /// naming where the helper was looked for, without it; offered with the
+    /// real helper (the one `cargo build -p mf-tools --bins` puts beside the
+    /// app, here beside the test binary's folder) when its sandbox works.
+    #[tokio::test]
+    async fn run_code_is_offered_only_with_the_helper_beside_the_app() {
+        let d = tempfile::tempdir().unwrap();
+        let mut s = crate::settings::Settings::defaults(&d.path().join(TEST_MODEL_FILE));
+        let missing = mf_tools::ToolError::SandboxUnavailable("mf-sandbox not found beside measured-forgetting (looked in /x and its parent)".into());
+        let r = run_code_status(&s, Err(missing)).await;
+        assert!(!r.available);
+        assert_eq!(r.message, "run_code unavailable: the code sandbox is unavailable, so code is not run: mf-sandbox not found beside measured-forgetting (looked in /x and its parent)");
+        // A helper path that is not there fails the probe: unavailable too, with the reason.
+        let r = run_code_status(&s, Ok(mf_tools::code::CodeConfig::new(d.path().join("mf-sandbox")))).await;
+        assert!(!r.available && r.message.starts_with("run_code unavailable: "), "{r:?}");
+        match mf_tools::code::CodeConfig::beside_exe() {
+            Ok(cfg) => {
+                let r = run_code_status(&s, Ok(cfg)).await;
+                assert!(r.available, "{r:?}");
+                assert!(r.message.starts_with("run_code is offered (sandbox: "), "{r:?}");
+            }
+            Err(e) => {
+                assert!(e.to_string().contains("mf-sandbox not found beside"), "{e}");
+                eprintln!("note: no mf-sandbox beside the test binary ({e}); build it with cargo build -p mf-tools --bins");
+            }
+        }
+        s.tool_approvals.insert("code".into(), crate::settings::ApprovalMode::Deny);
+        let r = run_code_status(&s, Ok(mf_tools::code::CodeConfig::new(d.path().join("mf-sandbox")))).await;
+        assert_eq!(r, RunCode { available: false, message: "run_code is off: its approval (code) is set to deny.".into() });
     }
 }

@@ -212,11 +212,26 @@ impl Settings {
         a
     }
 
-    /// The tools' settings: workspace roots, allowed hosts, approval modes.
-    /// `run_code` is not offered by the app (its sandbox helper ships with `mf`).
+    /// The tools' settings: workspace roots, allowed hosts, approval modes,
+    /// and `run_code` when the `mf-sandbox` helper sits beside the app
+    /// (`CodeConfig::beside_exe`, as for `mf --code`).
     #[must_use]
     pub fn tools(&self) -> ToolSettings {
+        self.tools_with(mf_tools::code::CodeConfig::beside_exe().ok())
+    }
+
+    /// Whether `run_code` is switched off: its approval is `deny`, so it is
+    /// not offered at all (a tool that is always refused only costs context).
+    #[must_use]
+    pub fn code_denied(&self) -> bool {
+        self.tool_approvals.get("code") == Some(&ApprovalMode::Deny)
+    }
+
+    /// [`Settings::tools`] with the sandbox config given (`None`: no helper).
+    #[must_use]
+    pub fn tools_with(&self, code: Option<mf_tools::code::CodeConfig>) -> ToolSettings {
         let mut t = ToolSettings { workspace: self.workspace_roots.iter().map(PathBuf::from).collect(), ..ToolSettings::default() };
+        t.code = code.filter(|_| !self.code_denied());
         if !self.allowed_hosts.is_empty() {
             t.http.allowed_hosts = Some(self.allowed_hosts.clone());
             t.http.allow_loopback = self.allowed_hosts.iter().any(|h| is_loopback_host(h));
@@ -384,6 +399,12 @@ mod tests {
         assert_eq!(s.agent().reserve, s.reserve);
         s.allowed_hosts = vec!["example.com".into()];
         assert!(!s.tools().http.allow_loopback);
+        // run_code: offered with a helper, unless its approval is deny.
+        let helper = mf_tools::code::CodeConfig::new("/opt/mf/mf-sandbox");
+        assert!(s.tools_with(None).code.is_none());
+        assert_eq!(s.tools_with(Some(helper.clone())).code.map(|c| c.helper), Some(PathBuf::from("/opt/mf/mf-sandbox")));
+        s.tool_approvals.insert("code".into(), ApprovalMode::Deny);
+        assert!(s.tools_with(Some(helper)).code.is_none());
     }
 
     #[test]

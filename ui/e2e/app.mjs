@@ -110,7 +110,9 @@ writeFileSync(
       gpu: false,
       thinking: false,
       // GET asks, so the run passes through the UI's approval (the shell's UiApprover).
-      tool_approvals: { files: 'allow', http_get: 'ask', http_write: 'ask', code: 'ask' },
+      // code: deny, so run_code is not offered and the prompt stays the one
+      // of mf-agent's real test (the settings step below switches it on).
+      tool_approvals: { files: 'allow', http_get: 'ask', http_write: 'ask', code: 'deny' },
       workspace_roots: [],
       allowed_hosts: [`127.0.0.1:${PORT}`],
       system_prompt: SYSTEM,
@@ -327,6 +329,15 @@ try {
     const btn = await b.$(`button=${label}`);
     check((await btn.isExisting()) && (await btn.isEnabled()), `the "${label}" picker button is there and enabled`);
   }
+  // run_code: off under deny; with code set to ask, the shell finds the
+  // mf-sandbox helper beside the app binary and its sandbox probe passes.
+  const runCode = async () => text('[data-testid="run-code-status"]');
+  await (await b.$('[data-testid="run-code-status"]')).waitForExist({ timeout: 10000 });
+  check((await runCode()).includes('set to deny'), `run_code state under deny: ${await runCode()}`);
+  await (await b.$('//label[starts-with(normalize-space(.), "code")]/select')).selectByAttribute('value', 'ask');
+  await (await b.$('button=Save')).click();
+  await b.waitUntil(async () => !(await runCode()).includes('deny'), { timeout: 20000, interval: 200 });
+  check((await runCode()).startsWith('run_code is offered (sandbox: '), `run_code with the helper beside the app: ${await runCode()}`);
   const area = await b.$('//label[contains(., "Workspace roots")]/textarea');
   await area.setValue('/definitely/not/here');
   await (await b.$('button=Save')).click();

@@ -144,7 +144,7 @@ export class ScriptedShell {
         // The stored events of the one past investigation: the script, as it ran.
         return investigation('Which region has the most 5xx errors?').filter((st): st is AgentEvent => !('hold' in st));
       case 'app_info':
-        return { version: '0.1.0', model_path: settings.model_path, notice: null, models_dir: 'models', settings_file: 'settings.json' };
+        return { version: '0.1.0', model_path: settings.model_path, notice: null, models_dir: 'models', settings_file: 'settings.json', run_code: { available: true, message: 'run_code is offered (sandbox: scripted).' } };
       case 'get_settings':
         return structuredClone(settings);
       case 'save_settings':

@@ -26,6 +26,8 @@ describe('SettingsPanel', () => {
     const models = (await screen.findByLabelText('Models in models/')) as HTMLSelectElement;
     expect([...models.options].map((o) => o.textContent)).toContain('gemma-3-270m-q4_k_m.gguf (241.3 MiB)');
     expect(save().disabled).toBe(false);
+    // run_code's state is said, not left out.
+    expect((await screen.findByTestId('run-code-status')).textContent).toContain('run_code unavailable: the code sandbox is unavailable, so code is not run: mf-sandbox not found beside measured-forgetting');
   });
 
   it('shows a message per invalid field and refuses to save', async () => {

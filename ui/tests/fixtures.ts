@@ -114,7 +114,7 @@ export function mockApi(over: Partial<Api> = {}) {
       return id;
     }),
     undoCompaction: vi.fn(async () => {}),
-    appInfo: vi.fn(async () => ({ version: '0.1.0', model_path: settings.model_path, notice: null, models_dir: '/models', settings_file: '/cfg/settings.json' })),
+    appInfo: vi.fn(async () => ({ version: '0.1.0', model_path: settings.model_path, notice: null, models_dir: '/models', settings_file: '/cfg/settings.json', run_code: { available: false, message: 'run_code unavailable: the code sandbox is unavailable, so code is not run: mf-sandbox not found beside measured-forgetting (looked in /opt/mf and its parent)' } })),
     getSettings: vi.fn(async () => structuredClone(settings)),
     saveSettings: vi.fn(async (s: Settings) => s),
     listModels: vi.fn(async () => [

@@ -73,9 +73,7 @@ impl ToolArgs {
             s.http.allow_loopback = self.allow_host.iter().any(|h| is_loopback_host(h));
         }
         if self.code {
-            let exe = std::env::current_exe().context("cannot locate the mf binary")?;
-            let helper = exe.with_file_name("mf-sandbox");
-            s.code = Some(mf_tools::code::CodeConfig::new(helper));
+            s.code = Some(mf_tools::code::CodeConfig::beside_exe().map_err(|e| UsageError(format!("--code: {e}")))?);
         }
         if self.approve == ApproveMode::Deny {
             // Calls that would ask are denied outright; read-only ones still run.

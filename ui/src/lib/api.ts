@@ -97,6 +97,13 @@ export interface ModelInfo {
   size_bytes: number;
 }
 
+/** Whether investigations offer `run_code` (the `mf-sandbox` helper beside the app, its sandbox working). */
+export interface RunCode {
+  available: boolean;
+  /** The sandbox in use, or why `run_code` is not offered. */
+  message: string;
+}
+
 /** What the app runs with (`notice`: shown as a banner, e.g. the test model is in use). */
 export interface AppInfo {
   version: string;
@@ -104,6 +111,7 @@ export interface AppInfo {
   notice: string | null;
   models_dir: string;
   settings_file: string;
+  run_code: RunCode;
 }
 
 /** What the model download reports. */

@@ -28,7 +28,7 @@
 //! there only, not tested on this project's Linux machines).
 
 use std::collections::VecDeque;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -152,6 +152,21 @@ impl CodeConfig {
         let dir = exe.parent()?;
         let name = format!("mf-sandbox{}", std::env::consts::EXE_SUFFIX);
         [dir.join(&name), dir.parent()?.join(&name)].into_iter().find(|p| p.is_file())
+    }
+
+    /// The config for the `mf-sandbox` beside the running executable
+    /// ([`CodeConfig::locate_helper`]): how `mf --code` and the desktop app
+    /// find their helper.
+    ///
+    /// # Errors
+    /// [`ToolError::SandboxUnavailable`] naming the folder where it was looked for.
+    pub fn beside_exe() -> Result<CodeConfig, ToolError> {
+        Self::locate_helper().map(CodeConfig::new).ok_or_else(|| {
+            let exe = std::env::current_exe().ok();
+            let name = exe.as_deref().and_then(Path::file_name).map_or_else(|| "the program".into(), |n| n.to_string_lossy().into_owned());
+            let dir = exe.as_deref().and_then(Path::parent).map_or_else(|| "?".into(), |d| d.display().to_string());
+            ToolError::SandboxUnavailable(format!("mf-sandbox{} not found beside {name} (looked in {dir} and its parent)", std::env::consts::EXE_SUFFIX))
+        })
     }
 }
 
