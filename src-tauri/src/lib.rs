@@ -93,7 +93,8 @@ impl AppState {
     /// with the default model, when there is no settings file yet).
     ///
     /// # Errors
-    /// `settings_file` when a settings file exists but cannot be read.
+    /// `settings_file` when a settings file exists but cannot be read;
+    /// `invalid_environment` for a malformed `MF_MODEL_DOWNLOAD_*` override.
     pub fn new(paths: Paths) -> CmdResult<Self> {
         let settings = match Settings::load(&paths.settings)? {
             Some(s) => s,
@@ -110,7 +111,10 @@ impl AppState {
             benches: Mutex::new(HashMap::new()),
             next_run: AtomicU64::new(1),
             approval_timeout: approver::APPROVAL_TIMEOUT,
-            download: models::DownloadSource::recommended(),
+            download: match models::DownloadSource::from_env()? {
+                Some(over) => Some(over),
+                None => models::DownloadSource::recommended(),
+            },
         })
     }
 

@@ -162,6 +162,33 @@ pub struct DownloadSource {
 }
 
 impl DownloadSource {
+    /// A test-only override of the catalog: `MF_MODEL_DOWNLOAD_URL` (http or
+    /// https, the file name is its last path segment and must end in `.gguf`)
+    /// with `MF_MODEL_DOWNLOAD_SHA256` (64 hex digits, required). `Ok(None)`
+    /// when the URL variable is unset or empty.
+    ///
+    /// # Errors
+    /// `invalid_environment` naming the variable that is wrong.
+    pub fn from_env() -> CmdResult<Option<Self>> {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        Self::from_vars(var("MF_MODEL_DOWNLOAD_URL"), var("MF_MODEL_DOWNLOAD_SHA256"))
+    }
+
+    /// [`DownloadSource::from_env`] over the two values.
+    ///
+    /// # Errors
+    /// As `from_env`.
+    pub fn from_vars(url: Option<String>, sha256: Option<String>) -> CmdResult<Option<Self>> {
+        let Some(url) = url else { return Ok(None) };
+        let bad = |m: String| CommandError::new("invalid_environment", m);
+        let rest = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://")).ok_or_else(|| bad(format!("MF_MODEL_DOWNLOAD_URL must be an http(s) URL, not {url:?}")))?;
+        let file_name = rest.split(['?', '#']).next().and_then(|p| p.rsplit('/').next()).filter(|n| n.ends_with(".gguf") && n.len() > ".gguf".len());
+        let file_name = file_name.ok_or_else(|| bad(format!("MF_MODEL_DOWNLOAD_URL must end in a file name ending in .gguf: {url:?}")))?.to_owned();
+        let sha256 = sha256.filter(|h| h.len() == 64 && h.chars().all(|c| c.is_ascii_hexdigit()));
+        let sha256 = sha256.ok_or_else(|| bad("MF_MODEL_DOWNLOAD_URL needs MF_MODEL_DOWNLOAD_SHA256 (64 hex digits)".into()))?;
+        Ok(Some(Self { url, file_name, sha256: Some(sha256.to_ascii_lowercase()) }))
+    }
+
     /// The recommended model of the catalog.
     #[must_use]
     pub fn recommended() -> Option<Self> {
@@ -262,5 +289,22 @@ mod tests {
         s.tool_approvals.insert("code".into(), crate::settings::ApprovalMode::Deny);
         let r = run_code_status(&s, Ok(mf_tools::code::CodeConfig::new(d.path().join("mf-sandbox")))).await;
         assert_eq!(r, RunCode { available: false, message: "run_code is off: its approval (code) is set to deny.".into() });
+    }
+
+    #[test]
+    fn the_download_override_needs_a_gguf_url_and_its_sha256() {
+        let sha = "AB".repeat(32);
+        let src = DownloadSource::from_vars(Some("http://127.0.0.1:9/files/e2e.gguf?x=1".into()), Some(sha.clone())).unwrap().unwrap();
+        assert_eq!((src.url.as_str(), src.file_name.as_str()), ("http://127.0.0.1:9/files/e2e.gguf?x=1", "e2e.gguf"));
+        assert_eq!(src.sha256, Some("ab".repeat(32)));
+        assert!(DownloadSource::from_vars(None, Some(sha.clone())).unwrap().is_none());
+        let refused = |url: &str, sha: Option<String>| DownloadSource::from_vars(Some(url.into()), sha).unwrap_err();
+        assert!(refused("ftp://h/m.gguf", Some(sha.clone())).message.contains("http(s) URL"));
+        assert!(refused("http://h/model.bin", Some(sha.clone())).message.contains("ending in .gguf"));
+        assert!(refused("http://h/.gguf", Some(sha.clone())).message.contains("ending in .gguf"));
+        let e = refused("http://h/m.gguf", None);
+        assert_eq!(e.code, "invalid_environment");
+        assert!(e.message.contains("MF_MODEL_DOWNLOAD_SHA256"));
+        assert!(refused("http://h/m.gguf", Some("xyz".into())).message.contains("64 hex digits"));
     }
 }

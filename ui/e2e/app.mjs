@@ -11,13 +11,15 @@
 //   2. history lists the run, and Resume continues it (a new model call), then Stop;
 //   3. benchmark: one short scenario, two conditions, keyword scorer, from the
 //      panel; the same run again, cancelled while it runs;
-//   4. settings: the picker buttons, the shell's own validation message.
+//   4. settings: the picker buttons, run_code's state, the model download
+//      from a file served on 127.0.0.1, the shell's own validation message.
 // Screenshots go to $MF_SCREENSHOTS (default <repo>/artifacts/screenshots/app).
 //
 // Environment: MF_APP_BIN (the binary; default $CARGO_TARGET_DIR/debug/measured-forgetting),
 // MF_TAURI_DRIVER (default ~/.cache/measured-forgetting/tools/bin/tauri-driver).
 import { spawn, execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import { connect } from 'node:net';
 import { homedir, tmpdir, availableParallelism } from 'node:os';
@@ -90,6 +92,25 @@ const SYSTEM =
 const QUESTION =
   'First call the http tool with url http://127.0.0.1:18931/api/disks.json, then call the http tool with url http://127.0.0.1:18931/api/hosts/web-03.json, then say who owns web-03.';
 
+// ------------------------------------------------------------ a model to download
+// The Download button fetches from MF_MODEL_DOWNLOAD_URL (the test-only
+// override of the catalog, with its sha256) instead of Hugging Face: a
+// 6 MiB file served here on 127.0.0.1, saved into models/ and removed at the end.
+const DOWNLOAD_NAME = 'e2e-download.gguf';
+const removeDownload = () => {
+  for (const f of readdirSync(join(repo, 'models'))) if (f.startsWith(DOWNLOAD_NAME)) rmSync(join(repo, 'models', f), { force: true });
+};
+removeDownload();
+const modelBytes = Buffer.concat([Buffer.from('GGUF'), Buffer.from(Array.from({ length: 6 << 20 }, (_, i) => (i * 7 + 3) % 251))]);
+const modelSha = createHash('sha256').update(modelBytes).digest('hex');
+const files = createServer((req, res) => {
+  if (req.url !== `/${DOWNLOAD_NAME}`) return res.writeHead(404).end();
+  res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': modelBytes.length, connection: 'close' });
+  res.end(req.method === 'HEAD' ? undefined : modelBytes);
+});
+await new Promise((ok) => files.listen(0, '127.0.0.1', ok));
+const downloadUrl = `http://127.0.0.1:${files.address().port}/${DOWNLOAD_NAME}`;
+
 // ------------------------------------------------------------ app settings
 const scratch = mkdtempSync(join(tmpdir(), 'mf-app-e2e-'));
 const configDir = join(scratch, 'config');
@@ -124,7 +145,7 @@ writeFileSync(
 );
 
 // ------------------------------------------------------------ driver + session
-const env = { ...process.env, MF_CONFIG_DIR: configDir, MF_HOME: home, MF_ROOT: repo };
+const env = { ...process.env, MF_CONFIG_DIR: configDir, MF_HOME: home, MF_ROOT: repo, MF_MODEL_DOWNLOAD_URL: downloadUrl, MF_MODEL_DOWNLOAD_SHA256: modelSha };
 const driver = spawn(driverBin, ['--port', String(DRIVER_PORT)], { env, stdio: ['ignore', 'inherit', 'inherit'] });
 const portOpen = (port) =>
   new Promise((ok) => {
@@ -338,6 +359,18 @@ try {
   await (await b.$('button=Save')).click();
   await b.waitUntil(async () => !(await runCode()).includes('deny'), { timeout: 20000, interval: 200 });
   check((await runCode()).startsWith('run_code is offered (sandbox: '), `run_code with the helper beside the app: ${await runCode()}`);
+  // The model download, as clicked: progress, sha256 check, the file in models/.
+  await (await b.$('button=Download Qwen3 8B Q4_K_M')).click();
+  const dl = await b.$('[data-testid="download-status"]');
+  await b.waitUntil(async () => (await dl.isExisting()) && /verified|error|mismatch/i.test(await dl.getText()), { timeout: 60000, interval: 200 });
+  check((await dl.getText()).includes(`sha256 ${modelSha.slice(0, 12)}… verified`), `the download from 127.0.0.1 was saved and verified: ${await dl.getText()}`);
+  const saved = join(repo, 'models', DOWNLOAD_NAME);
+  check(existsSync(saved) && readFileSync(saved).equals(modelBytes), `the file in models/ is the served one (${saved})`);
+  await b.waitUntil(async () => (await b.$$('select[aria-label="Models in models/"] option')).length > 0, { timeout: 10000 });
+  const listed = [];
+  for (const o of await b.$$('select[aria-label="Models in models/"] option')) listed.push(await o.getText());
+  check(listed.some((t) => t.startsWith(DOWNLOAD_NAME)), `the models list shows it: ${listed.join(', ')}`);
+  await shot('08-download');
   const area = await b.$('//label[contains(., "Workspace roots")]/textarea');
   await area.setValue('/definitely/not/here');
   await (await b.$('button=Save')).click();
@@ -355,6 +388,8 @@ try {
   if (browser) await browser.deleteSession().catch(() => {});
   driver.kill();
   api.close();
+  files.close();
+  removeDownload();
   rmSync(scratch, { recursive: true, force: true });
 }
 console.log(`${failures === 0 ? 'all checks passed' : `${failures} check(s) failed`} in ${secs()} s`);
