@@ -510,6 +510,10 @@ pub struct AgenticSettings {
     pub max_rounds: u32,
     /// Sampling of replies.
     pub sampling: String,
+    /// Whether tool calls were held to the tools' schemas by a lazy grammar
+    /// (`--tool-grammar`; absent in results written before it existed).
+    #[serde(default)]
+    pub tool_grammar: bool,
     /// Worlds run.
     pub worlds: Vec<String>,
     /// World directory.
@@ -716,7 +720,7 @@ pub fn markdown(results: &[AgenticResult]) -> String {
         let _ = writeln!(out, "### {} — live agentic worlds\n", r.model);
         let _ = writeln!(
             out,
-            "{} world(s); backend {}, C={} G={} threshold {} (ratio {}); tool results cut to {} chars; summaries ≤ {} tokens; replies {}; every strategy bounded at {} rounds (cap5: 5); wall {:.0} s.\n",
+            "{} world(s); backend {}, C={} G={} threshold {} (ratio {}); tool results cut to {} chars; summaries ≤ {} tokens; replies {}{}; every strategy bounded at {} rounds (cap5: 5); wall {:.0} s.\n",
             s.worlds.len(),
             s.backend,
             s.n_ctx,
@@ -726,6 +730,7 @@ pub fn markdown(results: &[AgenticResult]) -> String {
             s.max_result_chars,
             s.summary_max_tokens,
             s.sampling,
+            if s.tool_grammar { ", tool calls held to the schemas by a grammar" } else { "" },
             s.max_rounds,
             r.wall_s
         );

@@ -162,6 +162,7 @@ fn agentic_tiny_run_smollm2_two_strategies() {
             summary_max_tokens: 96,
             max_rounds: 4,
             sampling: "greedy".into(),
+            tool_grammar: false,
             worlds: vec!["runbook-disk".into()],
             worlds_dir: "scenarios/agentic".into(),
         },

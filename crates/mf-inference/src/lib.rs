@@ -11,6 +11,8 @@
 //! - [`template::ChatTemplate`] renders the model's own chat template (tools
 //!   included) and chooses the [`tool_parse::ToolCallFormat`] its replies are
 //!   parsed with; [`thinking`] separates `<think>` blocks.
+//! - [`grammar`] holds the embedded model's tool calls to the offered tools'
+//!   schemas (a lazy GBNF grammar, from the call's opener on).
 //! - [`bench_kv`] measures the cache reuse (`mf bench-kv`).
 //! - [`models`] is the model manager: catalog, local list, GGUF header,
 //!   download with resume and sha256.
@@ -18,6 +20,7 @@
 pub mod backend;
 pub mod bench_kv;
 pub mod error;
+pub mod grammar;
 pub mod http;
 pub mod llama;
 pub mod models;

@@ -92,6 +92,10 @@ struct AgenticArgs {
     /// CPU threads (llama.cpp; default all).
     #[arg(long)]
     threads: Option<i32>,
+    /// Hold the model's tool calls to the tools' schemas with a lazy grammar
+    /// (fenced-JSON models: SmolLM2, Gemma 3); off by default.
+    #[arg(long)]
+    tool_grammar: bool,
     /// Print the results as JSON instead of tables.
     #[arg(long)]
     json: bool,
@@ -279,6 +283,7 @@ fn run_agentic(a: AgenticArgs) -> Result<()> {
     }
     let mut lc = LlamaConfig::new(&a.model).with_n_ctx(a.n_ctx);
     lc.n_threads = a.threads;
+    lc.tool_grammar = a.tool_grammar;
     let session = Arc::new(LlamaSession::load(lc).with_context(|| format!("cannot load {}", a.model.display()))?);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let t0 = std::time::Instant::now();
@@ -322,6 +327,7 @@ fn run_agentic(a: AgenticArgs) -> Result<()> {
             summary_max_tokens: a.summary_tokens,
             max_rounds: a.max_rounds,
             sampling: "greedy, thinking off".to_owned(),
+            tool_grammar: a.tool_grammar,
             worlds: worlds.iter().map(|w| w.world.id.clone()).collect(),
             worlds_dir: a.worlds.display().to_string(),
         },

@@ -25,6 +25,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::backend::{Backend, CancelToken, KvSnapshot, SnapshotSlot, TokenSink};
 use crate::error::{InferenceError, Result};
+use crate::grammar::ToolGrammar;
 use crate::template::{ChatTemplate, RenderOptions, RenderedPrompt};
 use crate::types::{ChatMessage, GenerateRequest, Generation, ModelInfo, Sampling, Thinking, ToolSpec};
 
@@ -50,6 +51,12 @@ pub struct LlamaConfig {
     pub queue_depth: usize,
     /// A template to use instead of the GGUF's.
     pub template_override: Option<String>,
+    /// Hold tool calls to the offered tools' schemas with a lazy grammar
+    /// ([`crate::grammar`]; only formats tested with a real model are
+    /// constrained). Off by default: it changes what a model samples once it
+    /// opens a call, so it is opted into where it is wanted.
+    #[serde(default)]
+    pub tool_grammar: bool,
 }
 
 impl LlamaConfig {
@@ -65,6 +72,7 @@ impl LlamaConfig {
             n_gpu_layers: if cfg!(any(feature = "cuda", target_os = "macos")) { 999 } else { 0 },
             queue_depth: 8,
             template_override: None,
+            tool_grammar: false,
         }
     }
 
@@ -91,6 +99,7 @@ pub(crate) enum Command {
     Generate {
         prompt: RenderedPrompt,
         sampling: Sampling,
+        grammar: Option<ToolGrammar>,
         sink: Option<TokenSink>,
         cancel: CancelToken,
         reply: oneshot::Sender<Result<Generation>>,
@@ -150,6 +159,7 @@ pub struct LlamaSession {
     template: ChatTemplate,
     info: ModelInfo,
     key: String,
+    tool_grammar: bool,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -169,6 +179,7 @@ impl LlamaSession {
     pub fn load(config: LlamaConfig) -> Result<Self> {
         worker::check_gguf(&config.model_path)?;
         let backend = backend()?;
+        let tool_grammar = config.tool_grammar;
         let (tx, rx) = mpsc::channel(config.queue_depth.max(1));
         let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel(1);
         let thread = std::thread::Builder::new()
@@ -189,7 +200,7 @@ impl LlamaSession {
         let template = ChatTemplate::for_model(ready.template.as_deref(), ready.info.architecture.as_deref(), &ready.bos, &ready.eos)?;
         let mut info = ready.info;
         info.tool_format = Some(template.tool_format().name().to_string());
-        Ok(Self { tx, template, info, key: ready.key, thread: Mutex::new(Some(thread)) })
+        Ok(Self { tx, template, info, key: ready.key, tool_grammar, thread: Mutex::new(Some(thread)) })
     }
 
     /// The compiled chat template.
@@ -231,8 +242,9 @@ impl LlamaSession {
         cancel: CancelToken,
     ) -> Result<impl FnOnce(oneshot::Sender<Result<Generation>>) -> Command> {
         let prompt = self.render(&request.messages, &request.tools, &request.sampling)?;
+        let grammar = if self.tool_grammar { crate::grammar::tool_call_grammar(&request.tools, prompt.tool_format) } else { None };
         let sampling = request.sampling;
-        Ok(move |reply| Command::Generate { prompt, sampling, sink, cancel, reply })
+        Ok(move |reply| Command::Generate { prompt, sampling, grammar, sink, cancel, reply })
     }
 
     /// Generates a reply (async).

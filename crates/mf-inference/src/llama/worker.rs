@@ -24,6 +24,7 @@ use llama_cpp_2::{LlamaStateSeqFlags, SeqState};
 use super::{Command, LlamaConfig, Ready};
 use crate::backend::{CancelToken, KvSnapshot, SnapshotSlot, TokenSink};
 use crate::error::{InferenceError, Result};
+use crate::grammar::ToolGrammar;
 use crate::reply::assemble;
 use crate::template::RenderedPrompt;
 use crate::thinking::{ThinkStream, partial_suffix};
@@ -209,8 +210,8 @@ fn ids(tokens: &[LlamaToken]) -> Vec<i32> {
 impl Worker<'_> {
     fn handle(&mut self, cmd: Command) {
         match cmd {
-            Command::Generate { prompt, sampling, sink, cancel, reply } => {
-                let _ = reply.send(self.generate(&prompt, &sampling, sink.as_ref(), &cancel));
+            Command::Generate { prompt, sampling, grammar, sink, cancel, reply } => {
+                let _ = reply.send(self.generate(&prompt, &sampling, grammar.as_ref(), sink.as_ref(), &cancel));
             }
             Command::CountTokens { text, reply } => {
                 let _ = reply.send(Ok(self.tokenize(&text).len() as u32));
@@ -319,11 +320,20 @@ impl Worker<'_> {
         Ok(true)
     }
 
-    fn sampler(sampling: &Sampling) -> LlamaSampler {
-        if sampling.temperature <= 0.0 {
-            return LlamaSampler::greedy();
-        }
+    /// The sampler chain; a tool-call grammar, when given, filters first.
+    fn sampler(&self, sampling: &Sampling, grammar: Option<&ToolGrammar>) -> LlamaSampler {
         let mut chain = Vec::new();
+        if let Some(g) = grammar {
+            match LlamaSampler::grammar_lazy_patterns(self.model, &g.gbnf, "root", &g.trigger_patterns, &[]) {
+                Ok(s) => chain.push(s),
+                // Our grammar is at fault, not the request: answer unconstrained.
+                Err(e) => tracing::warn!("tool-call grammar refused by llama.cpp ({e}); sampling without it"),
+            }
+        }
+        if sampling.temperature <= 0.0 {
+            chain.push(LlamaSampler::greedy());
+            return LlamaSampler::chain_simple(chain);
+        }
         if sampling.top_k > 0 {
             chain.push(LlamaSampler::top_k(sampling.top_k as i32));
         }
@@ -335,7 +345,14 @@ impl Worker<'_> {
         LlamaSampler::chain_simple(chain)
     }
 
-    fn generate(&mut self, prompt: &RenderedPrompt, sampling: &Sampling, sink: Option<&TokenSink>, cancel: &CancelToken) -> Result<Generation> {
+    fn generate(
+        &mut self,
+        prompt: &RenderedPrompt,
+        sampling: &Sampling,
+        grammar: Option<&ToolGrammar>,
+        sink: Option<&TokenSink>,
+        cancel: &CancelToken,
+    ) -> Result<Generation> {
         let tokens = self.tokenize(&prompt.text);
         let n_ctx = self.ctx.n_ctx();
         if tokens.is_empty() {
@@ -371,7 +388,7 @@ impl Worker<'_> {
         let mut stops: Vec<&str> = prompt.stop.iter().map(String::as_str).collect();
         stops.extend(sampling.stop.iter().map(String::as_str));
         stops.retain(|s| !s.is_empty());
-        let mut sampler = Self::sampler(sampling);
+        let mut sampler = self.sampler(sampling, grammar);
         let vocab = self.model.vocab();
         let mut think = ThinkStream::new(prompt.thinking_open);
         let mut raw = String::new();

@@ -366,3 +366,61 @@ async fn backend_trait_async_path() {
     let err = s.generate(GenerateRequest { messages: question(), ..Default::default() }, None, CancelToken::new()).await.unwrap_err();
     assert!(matches!(err, InferenceError::SessionStopped), "{err}");
 }
+
+/// Asked to fetch a URL with the agent's `http` tool offered (its real
+/// schema), SmolLM2 (fenced-JSON calls) samples replies at temperature 0.7
+/// over four seeds. With the tool-call grammar (the default) every reply that
+/// opens a call is a well-formed call to `http` whose arguments hold a `url`
+/// string and only the schema's names (in the live worlds, without it, SmolLM2
+/// called a tool "http" with `additionalProperties` copied from the schema
+/// into the arguments).
+#[test]
+fn smollm2_tool_calls_are_held_to_the_schema_by_the_grammar() {
+    use mf_inference::ToolSpec;
+    let Some(path) = model_path(SMOL) else { return };
+    let tools = vec![ToolSpec {
+        name: "http".into(),
+        description: "Make an HTTP GET or POST request to an API and return status and body.".into(),
+        parameters: serde_json::json!({"type": "object", "properties": {
+            "method": {"type": "string", "enum": ["GET", "POST"], "default": "GET"},
+            "url": {"type": "string", "description": "absolute http(s) URL"},
+            "headers": {"type": "object", "additionalProperties": {"type": "string"}},
+            "body": {"description": "request body: a string, or JSON"}
+        }, "required": ["url"], "additionalProperties": false}),
+    }];
+    let messages = vec![
+        ChatMessage::system("You are an investigator. Use the tools to find facts, then answer the question concisely. Call one tool at a time."),
+        ChatMessage::user("First call the http tool with url http://127.0.0.1:18931/disks/page1.json, then say how full the fullest disk is."),
+    ];
+    let with = {
+        let mut config = LlamaConfig::new(path).with_n_ctx(1024);
+        config.tool_grammar = true;
+        let s = LlamaSession::load(config).unwrap();
+        (0..4)
+            .map(|seed| {
+                let sampling = Sampling { temperature: 0.7, top_p: 0.95, seed, max_tokens: 128, ..Sampling::default() };
+                let req = GenerateRequest { messages: messages.clone(), tools: tools.clone(), sampling };
+                s.generate_blocking(req, None, CancelToken::new()).unwrap()
+            })
+            .collect::<Vec<_>>()
+    };
+    let texts = |v: &[Generation]| v.iter().map(|g| (g.stop_reason, g.raw_text.clone())).collect::<Vec<_>>();
+    eprintln!("with the grammar: {:?}", texts(&with));
+    // A call cut by max_tokens is the budget's doing, not the grammar's.
+    let complete =
+        |g: &&Generation| (g.raw_text.contains("```json") || g.raw_text.contains("```\n{")) && g.stop_reason != StopReason::MaxTokens;
+    let opened = with.iter().filter(complete).count();
+    assert!(opened > 0, "no reply opened and finished a call: the test would prove nothing");
+    for g in with.iter().filter(complete) {
+        assert!(g.tool_parse_error.is_none(), "malformed call under the grammar: {:?} in {:?}", g.tool_parse_error, g.raw_text);
+        assert_eq!(g.tool_calls.len(), 1, "{:?}", g.raw_text);
+        let call = &g.tool_calls[0];
+        assert_eq!(call.name, "http");
+        let args = call.arguments.as_object().unwrap();
+        assert!(args.get("url").is_some_and(serde_json::Value::is_string), "{:?}", call.arguments);
+        for k in args.keys() {
+            assert!(["method", "url", "headers", "body"].contains(&k.as_str()), "argument {k} is not in the schema: {:?}", call.arguments);
+        }
+    }
+    eprintln!("tool-call grammar: {opened}/4 replies opened and finished a call, all well-formed");
+}
