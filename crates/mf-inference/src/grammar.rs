@@ -246,29 +246,22 @@ mod tests {
         let mut out = String::new();
         let mut chars = body.chars();
         while let Some(c) = chars.next() {
-            match c {
-                '"' => {
-                    while let Some(d) = chars.next() {
-                        if d == '\\' {
-                            chars.next();
-                        } else if d == '"' {
-                            break;
-                        }
-                    }
-                    out.push(' ');
+            let close = match c {
+                '"' => '"',
+                '[' => ']',
+                c => {
+                    out.push(c);
+                    continue;
                 }
-                '[' => {
-                    while let Some(d) = chars.next() {
-                        if d == '\\' {
-                            chars.next();
-                        } else if d == ']' {
-                            break;
-                        }
-                    }
-                    out.push(' ');
+            };
+            while let Some(d) = chars.next() {
+                if d == '\\' {
+                    chars.next();
+                } else if d == close {
+                    break;
                 }
-                c => out.push(c),
             }
+            out.push(' ');
         }
         out
     }
