@@ -388,12 +388,14 @@ mod tests {
         app.manage(AppState::new(paths).unwrap());
         assert!(invoke(&app, "get_settings", serde_json::json!({})).is_ok());
         for cmd in ["plugin:dialog|save", "plugin:dialog|message", "plugin:dialog|ask", "plugin:dialog|confirm", "plugin:fs|read_file", "plugin:fs|read_dir"] {
-            let e = invoke(&app, cmd, serde_json::json!({"options": {}, "path": "/etc/passwd"})).unwrap_err();
+            // Arguments of the wrong type: a command the ACL let through fails
+            // on them at once (and the assertion says so) instead of opening a dialog.
+            let e = invoke(&app, cmd, serde_json::json!({"options": 5, "message": 5, "title": 5, "path": 5})).unwrap_err();
             eprintln!("{cmd}: {e}");
             assert!(e.as_str().unwrap_or_default().contains("not allowed"), "{cmd}: {e}");
         }
         // A remote page reaches nothing, open included.
-        let e = invoke_from(&app, "https://evil.example", "plugin:dialog|open", serde_json::json!({"options": {}})).unwrap_err();
+        let e = invoke_from(&app, "https://evil.example", "plugin:dialog|open", serde_json::json!({"options": 5})).unwrap_err();
         assert!(e.to_string().contains("not allowed"), "{e}");
     }
 
