@@ -608,8 +608,9 @@ fn withholding(
     budget: usize,
     eps: f64,
 ) -> Result<Withheld, ForgettingError> {
-    let mut order: Vec<usize> = units.keys().copied().collect();
-    order.sort_by_key(|u| units[u].iter().min().copied().unwrap_or(usize::MAX));
+    // A unit's key is its first message (a chain is keyed by its call), so
+    // key order is history order.
+    let order: Vec<usize> = units.keys().copied().collect();
     let full = e.perf(messages)?;
     let mut evaluations = 1;
     let mut eval = |block: &[usize], evaluations: &mut usize| -> Result<f64, ForgettingError> {
