@@ -37,9 +37,11 @@ fn cancel_after(token: mf_inference::CancelToken, after: Duration) -> std::threa
 #[test]
 fn cancel_cuts_a_generation_short_and_refuses_later_calls() {
     let Some(model) = model() else { return };
-    // A reply that would run to its 3000-token limit (tens of seconds here).
+    // SmolLM2 answers with a list of about 120 tokens (≈ 1.2 s on an idle core,
+    // prefill 0.2 s): the cancel must land while it is still generating, so it
+    // comes 300 ms in, not after a delay an idle machine can outrun (it did at 1.5 s).
     let msgs = vec![ChatMessage::user("Write the numbers from 1 to 2000 in words, one per line, with no other text.")];
-    let canceller = cancel_after(model.cancel_token(), Duration::from_millis(1500));
+    let canceller = cancel_after(model.cancel_token(), Duration::from_millis(300));
     let r = model.generate(Purpose::Probe, msgs.clone(), Sampling::greedy(3000));
     let at = canceller.join().unwrap();
     eprintln!("generate returned {:?} after the cancel", at.elapsed());
