@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { applyEvent, describeExit, dimensionsOf, emptyState, fateOf, findCall, pendingApprovals } from '../src/lib/investigation';
 import { compactionFinished, compactionStarted, investigationEvents, rows } from './fixtures';
 import type { CompactionFinished } from '../src/lib/investigation';
+import type { AgentEvent } from '../src/lib/events';
 
 function fold(events = investigationEvents()) {
   const s = emptyState();
@@ -34,7 +35,7 @@ describe('applyEvent', () => {
     expect(pendingApprovals(s)).toEqual([]);
     applyEvent(s, { type: 'tool_result', call_id: 'call_1', name: 'http_get', ok: true, error: null, content: '{"eu":412}', truncated: 'cut at 4000 characters' });
     const c = findCall(s, 'call_1');
-    expect(c?.approval).toEqual({ arguments: '{"url":"http://127.0.0.1:8080/errors"}', args_sha256: 'ab12', decided: { approved: true, by: 'user' } });
+    expect(c?.approval).toEqual({ arguments: '{"url":"http://127.0.0.1:8080/errors"}', args_sha256: 'ab12', summary: null, decided: { approved: true, by: 'user' } });
     expect(c?.result).toEqual({ ok: true, error: null, content: '{"eu":412}', truncated: 'cut at 4000 characters' });
   });
 
@@ -107,5 +108,49 @@ describe('forecast and compaction time', () => {
     expect(s.forecast).toEqual(forecast);
     applyEvent(s, { type: 'gauge', gauge: g });
     expect(s.forecast).toBeNull();
+  });
+});
+
+describe('context over rounds', () => {
+  it('records every gauge with its round and marks where each compaction finished', () => {
+    const g = (prompt_tokens: number) => ({ pinned: 1, compressible: 2, recent: 3, free: 4, threshold: 10, prompt_tokens, context: 20, reserve: 4, messages: 2 });
+    const s = fold([
+      { type: 'gauge', gauge: g(5) },
+      { type: 'round', round: 1 },
+      { type: 'gauge', gauge: g(9) },
+      { type: 'round', round: 2 },
+      { ...compactionStarted, round: 2 } as AgentEvent,
+      { type: 'gauge', gauge: g(12) },
+      { ...compactionFinished, round: 2 } as AgentEvent,
+      { type: 'gauge', gauge: g(6) },
+    ]);
+    expect(s.samples.map((x) => [x.round, x.gauge.prompt_tokens])).toEqual([
+      [0, 5],
+      [1, 9],
+      [2, 12],
+      [2, 6],
+    ]);
+    // Finished after three gauges: the drop is drawn before the fourth.
+    expect(s.compactions[0]?.at).toBe(3);
+  });
+});
+
+describe('events newer than the generated types', () => {
+  it("keeps an approval request's summary line when it has one", () => {
+    const s = fold([
+      { type: 'round', round: 1 },
+      { type: 'tool_call', call_id: 'c1', name: 'http', arguments: { method: 'POST' } },
+      { type: 'approval_requested', call_id: 'c1', name: 'http', arguments: '{"method":"POST"}', args_sha256: 'h', summary: 'POST api.example.com · 12,345 bytes · {"report": …' } as AgentEvent,
+    ]);
+    expect(findCall(s, 'c1')?.approval?.summary).toBe('POST api.example.com · 12,345 bytes · {"report": …');
+  });
+
+  it('keeps the latest KV restore', () => {
+    const s = fold([
+      { type: 'kv_restore', slot: 'file:a.kv', used: false, snapshot_tokens: 0, prompt_tokens: 900, matched_tokens: 0, note: 'model file changed' },
+      { type: 'kv_restore', slot: 'file:b.kv', used: true, snapshot_tokens: 1200, prompt_tokens: 1300, matched_tokens: 1187, note: null },
+    ]);
+    expect(s.kvRestore?.slot).toBe('file:b.kv');
+    expect(s.kvRestore?.matched_tokens).toBe(1187);
   });
 });

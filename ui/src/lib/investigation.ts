@@ -13,6 +13,12 @@ export interface ToolCallView {
     arguments: string;
     /** The hash the decision is bound to. */
     args_sha256: string;
+    /**
+     * The backend's one-line account of what leaves ("POST host · N bytes ·
+     * first lines"), shown before the full arguments; null when the event
+     * has none (events stored before it was added).
+     */
+    summary: string | null;
     decided: { approved: boolean; by: string } | null;
   } | null;
   result: { ok: boolean; error: string | null; content: string; truncated: string | null } | null;
@@ -45,11 +51,22 @@ export type CompactionFinished = Extract<AgentEvent, { type: 'compaction_finishe
 
 export interface CompactionView {
   round: number;
+  /** How many gauges had arrived when it finished: the chart draws its drop before sample `at`. */
+  at: number | null;
   started: CompactionStarted | null;
   finished: CompactionFinished | null;
   /** Set when the compaction could not restore the budget. */
   failed: string | null;
 }
+
+/** One `gauge` event, with the round it arrived in: a column of the context chart. */
+export interface ContextSample {
+  /** The round of the last `round` event before it (0: before the first). */
+  round: number;
+  gauge: Gauge;
+}
+
+export type KvRestore = Extract<AgentEvent, { type: 'kv_restore' }>;
 
 export interface InvestigationState {
   started: Extract<AgentEvent, { type: 'started' }> | null;
@@ -58,6 +75,10 @@ export interface InvestigationState {
   gauge: Gauge | null;
   /** The agent's forecast of the next compaction, with the latest gauge (null: unknown). */
   forecast: Forecast | null;
+  /** Every gauge, in order: the context over rounds. */
+  samples: ContextSample[];
+  /** The latest KV-cache restore (on resume): whether the saved cache was loaded. */
+  kvRestore: KvRestore | null;
   kv: KvEntry[];
   compactions: CompactionView[];
   exit: { reason: ExitReason; rounds: number; compactions: number } | null;
@@ -67,7 +88,19 @@ export interface InvestigationState {
 }
 
 export function emptyState(): InvestigationState {
-  return { started: null, rounds: [], gauge: null, forecast: null, kv: [], compactions: [], exit: null, finalAnswer: null, events: 0 };
+  return {
+    started: null,
+    rounds: [],
+    gauge: null,
+    forecast: null,
+    samples: [],
+    kvRestore: null,
+    kv: [],
+    compactions: [],
+    exit: null,
+    finalAnswer: null,
+    events: 0,
+  };
 }
 
 function currentRound(s: InvestigationState): RoundView {
@@ -86,6 +119,10 @@ function appendText(s: InvestigationState, kind: 'thinking' | 'text', text: stri
   else r.items.push({ kind, text });
 }
 
+function lastRound(s: InvestigationState): number {
+  return s.rounds[s.rounds.length - 1]?.round ?? 0;
+}
+
 /** Finds a tool call by id, newest first (ids are unique per investigation). */
 export function findCall(s: InvestigationState, callId: string): ToolCallView | null {
   for (let i = s.rounds.length - 1; i >= 0; i--) {
@@ -101,7 +138,7 @@ export function findCall(s: InvestigationState, callId: string): ToolCallView | 
 function compactionFor(s: InvestigationState, round: number): CompactionView {
   const last = s.compactions[s.compactions.length - 1];
   if (last && last.round === round && !last.finished && !last.failed) return last;
-  const c: CompactionView = { round, started: null, finished: null, failed: null };
+  const c: CompactionView = { round, at: null, started: null, finished: null, failed: null };
   s.compactions.push(c);
   currentRound(s).items.push({ kind: 'compaction', round });
   return c;
@@ -131,14 +168,16 @@ export function applyEvent(s: InvestigationState, e: AgentEvent): void {
       break;
     case 'approval_requested': {
       const c = findCall(s, e.call_id);
-      if (c) c.approval = { arguments: e.arguments, args_sha256: e.args_sha256, decided: null };
+      // `summary` is newer than the generated type: read it when present.
+      const summary = (e as { summary?: unknown }).summary;
+      if (c) c.approval = { arguments: e.arguments, args_sha256: e.args_sha256, summary: typeof summary === 'string' ? summary : null, decided: null };
       break;
     }
     case 'approval_decided': {
       const c = findCall(s, e.call_id);
       if (c) {
         // A policy decision arrives without a request: record it all the same.
-        if (!c.approval) c.approval = { arguments: '', args_sha256: '', decided: null };
+        if (!c.approval) c.approval = { arguments: '', args_sha256: '', summary: null, decided: null };
         c.approval.decided = { approved: e.approved, by: e.by };
       }
       break;
@@ -167,13 +206,20 @@ export function applyEvent(s: InvestigationState, e: AgentEvent): void {
     case 'gauge':
       s.gauge = e.gauge;
       s.forecast = e.forecast ?? null;
+      s.samples.push({ round: lastRound(s), gauge: e.gauge });
+      break;
+    case 'kv_restore':
+      s.kvRestore = e;
       break;
     case 'compaction_started':
       compactionFor(s, e.round).started = e;
       break;
-    case 'compaction_finished':
-      compactionFor(s, e.round).finished = e;
+    case 'compaction_finished': {
+      const c = compactionFor(s, e.round);
+      c.finished = e;
+      c.at = s.samples.length;
       break;
+    }
     case 'compaction_failed':
       compactionFor(s, e.round).failed = e.message;
       break;
