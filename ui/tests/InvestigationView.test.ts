@@ -5,7 +5,7 @@ import InvestigationView from '../src/lib/components/InvestigationView.svelte';
 import { Session } from '../src/lib/session.svelte';
 import { ApiError } from '../src/lib/api';
 import type { AgentEvent } from '../src/lib/events';
-import { compactionFinished, compactionStarted, gauge, investigationEvents, mockApi } from './fixtures';
+import { compactionFinished, compactionStarted, gauge, investigationEvents, mockApi, started } from './fixtures';
 
 async function startWith(events: AgentEvent[]) {
   const m = mockApi();
@@ -164,5 +164,140 @@ describe('Session', () => {
     resolveStart(41);
     await Promise.all([started, decided]);
     expect(m.api.approve).toHaveBeenCalledWith(41, 'call_1', 'ab12', true);
+  });
+});
+
+describe('the empty state', () => {
+  it('offers every demo world with its title and question, and one click starts it', async () => {
+    const m = mockApi();
+    const session = new Session(m.api);
+    render(InvestigationView, { session });
+    const cards = await screen.findAllByTestId('demo-world');
+    expect(cards.map((c) => [within(c).getByRole('heading').textContent, c.textContent?.includes('over 95 % full')])).toEqual([
+      ['Who owns the full disk?', true],
+      ['Why did 5xx errors spike?', false],
+    ]);
+    expect(cards[1]!.textContent).toContain('“Which region has the most 5xx errors, and why?”');
+    expect(cards[1]!.textContent).toContain('4 tools');
+
+    await fireEvent.click(screen.getByRole('button', { name: 'Run demo: Why did 5xx errors spike?' }));
+    expect(m.api.startDemo).toHaveBeenCalledWith('error-spike', expect.any(Function));
+    expect(m.api.startInvestigation).not.toHaveBeenCalled();
+    // The demo streams like any investigation, and the offer gives way to it.
+    m.sinks.agent?.({ ...started, question: 'Which region has the most 5xx errors, and why?' } as AgentEvent);
+    flushSync();
+    expect(screen.queryAllByTestId('demo-world')).toHaveLength(0);
+    expect(screen.getByRole('heading', { name: 'Which region has the most 5xx errors, and why?' })).toBeTruthy();
+    expect(session.id).toBe(8);
+  });
+
+  it('offers nothing when the shell has no demo worlds', async () => {
+    const m = mockApi({
+      listDemoWorlds: async () => {
+        throw new ApiError({ code: 'unknown_command', message: 'no list_demo_worlds' });
+      },
+    });
+    render(InvestigationView, { session: new Session(m.api) });
+    await new Promise((r) => setTimeout(r, 0));
+    flushSync();
+    expect(screen.queryByRole('region', { name: 'Demo worlds' })).toBeNull();
+    expect(screen.queryByRole('alert')).toBeNull();
+  });
+});
+
+describe('keyboard', () => {
+  it('sends the question with Ctrl+Enter or Cmd+Enter, not with Enter alone', async () => {
+    const m = mockApi();
+    render(InvestigationView, { session: new Session(m.api) });
+    const box = screen.getByRole('textbox', { name: 'Question' });
+    await fireEvent.input(box, { target: { value: 'Who owns web-03?' } });
+    await fireEvent.keyDown(box, { key: 'Enter' });
+    expect(m.api.startInvestigation).not.toHaveBeenCalled();
+    await fireEvent.keyDown(box, { key: 'Enter', ctrlKey: true });
+    expect(m.api.startInvestigation).toHaveBeenCalledWith('Who owns web-03?', expect.any(Function));
+
+    const m2 = mockApi();
+    render(InvestigationView, { session: new Session(m2.api) });
+    const box2 = screen.getAllByRole('textbox', { name: 'Question' })[1]!;
+    await fireEvent.input(box2, { target: { value: 'q' } });
+    await fireEvent.keyDown(box2, { key: 'Enter', metaKey: true });
+    expect(m2.api.startInvestigation).toHaveBeenCalledWith('q', expect.any(Function));
+  });
+});
+
+describe('approvals that show what leaves', () => {
+  const post = (summary?: string): AgentEvent[] => [
+    { type: 'round', round: 1 },
+    { type: 'tool_call', call_id: 'call_7', name: 'http', arguments: { method: 'POST', url: 'https://api.example.com/r', body: '{"report": "…"}' } },
+    {
+      type: 'approval_requested',
+      call_id: 'call_7',
+      name: 'http',
+      arguments: '{"body":"{\\"report\\": \\"…\\"}","method":"POST","url":"https://api.example.com/r"}',
+      args_sha256: 'f00d',
+      ...(summary === undefined ? {} : { summary }),
+    } as AgentEvent,
+  ];
+
+  it('shows the summary line first and bold, the full arguments folded below', async () => {
+    await startWith(post('POST api.example.com · 12,345 bytes · {"report": …'));
+    const card = screen.getByTestId('tool-card');
+    const line = within(card).getByTestId('approval-summary');
+    expect(line.tagName).toBe('STRONG');
+    expect(line.textContent).toBe('POST api.example.com · 12,345 bytes · {"report": …');
+    const args = within(card).getByTestId('approval-args');
+    expect(args.closest('details')?.open).toBe(false);
+    // The summary comes before the arguments in the card.
+    expect(line.compareDocumentPosition(args) & Node.DOCUMENT_POSITION_FOLLOWING).toBeTruthy();
+  });
+
+  it('shows the arguments as before when the event has no summary', async () => {
+    await startWith(post());
+    const card = screen.getByTestId('tool-card');
+    expect(within(card).queryByTestId('approval-summary')).toBeNull();
+    expect(within(card).getByTestId('approval-args').closest('details')).toBeNull();
+  });
+
+  it('allows the host for the session with scope "host"', async () => {
+    const { api } = await startWith(post('POST api.example.com · 12 bytes · {}'));
+    await fireEvent.click(screen.getByRole('button', { name: 'Allow this host for the session' }));
+    expect(api.approve).toHaveBeenCalledWith(7, 'call_7', 'f00d', true, 'host');
+    await fireEvent.click(screen.getByRole('button', { name: 'Approve' }));
+    expect(api.approve).toHaveBeenLastCalledWith(7, 'call_7', 'f00d', true);
+  });
+
+  it('offers no host-wide approval for a tool that talks to no host', async () => {
+    await startWith(investigationEvents().map((e) => (e.type === 'tool_call' || e.type === 'approval_requested' ? { ...e, name: 'read_file' } : e)));
+    expect(screen.getByRole('button', { name: 'Approve' })).toBeTruthy();
+    expect(screen.queryByRole('button', { name: 'Allow this host for the session' })).toBeNull();
+  });
+});
+
+describe('KV cache on resume', () => {
+  it('says how many tokens were not decoded again when the saved cache was loaded', async () => {
+    await startWith([{ type: 'kv_restore', slot: 'file:7.kv', used: true, snapshot_tokens: 1300, prompt_tokens: 1320, matched_tokens: 1287, note: null }]);
+    expect(screen.getByTestId('kv-restore').textContent?.trim()).toBe('KV cache loaded: 1,287 tokens not decoded again');
+  });
+
+  it('says why the cache was not loaded', async () => {
+    await startWith([{ type: 'kv_restore', slot: 'file:7.kv', used: false, snapshot_tokens: 1300, prompt_tokens: 1320, matched_tokens: 0, note: 'the model file changed' }]);
+    expect(screen.getByTestId('kv-restore').textContent?.trim()).toBe('KV cache not loaded: the model file changed');
+  });
+});
+
+describe('answers as markdown', () => {
+  it('renders the final answer and streamed text as sanitized markdown', async () => {
+    await startWith([
+      { type: 'round', round: 1 },
+      { type: 'token', text: '**eu-west** <img src="http://evil.example/x.png">' },
+      { type: 'final_answer', text: '- **eu-west**: 412\n- [details](javascript:alert(1))\n\n<script>alert(1)</script>' },
+    ]);
+    const answer = screen.getByTestId('final-answer');
+    expect(answer.querySelector('li strong')?.textContent).toBe('eu-west');
+    expect(answer.querySelector('script, a[href]')).toBeNull();
+    expect(answer.textContent).toContain('<script>alert(1)</script>');
+    const streamed = screen.getByTestId('answer-text');
+    expect(streamed.querySelector('strong')?.textContent).toBe('eu-west');
+    expect(streamed.querySelector('img')).toBeNull();
   });
 });

@@ -14,12 +14,16 @@ describe('tauriApi', () => {
     });
     expect(await tauriApi.listInvestigations()).toEqual([{ id: 1 }]);
     await tauriApi.approve(3, 'call_9', 'deadbeef', false);
+    await tauriApi.approve(3, 'call_10', 'cafe', true, 'host');
     await tauriApi.undoCompaction(3, 4);
+    await tauriApi.listDemoWorlds();
     await tauriApi.exportBenchmark('run-1', 'json');
     expect(calls).toEqual([
       ['list_investigations', {}],
       ['approve_tool_call', { id: 3, callId: 'call_9', argumentsHash: 'deadbeef', approved: false }],
+      ['approve_tool_call', { id: 3, callId: 'call_10', argumentsHash: 'cafe', approved: true, scope: 'host' }],
       ['undo_compaction', { id: 3, round: 4 }],
+      ['list_demo_worlds', {}],
       ['export_benchmark', { runId: 'run-1', format: 'json' }],
     ]);
   });
@@ -39,6 +43,22 @@ describe('tauriApi', () => {
     await new Promise((r) => setTimeout(r, 0));
     // Out-of-order deliveries are put back in order by the Channel.
     expect(got).toEqual([{ type: 'round', round: 1 }, { type: 'token', text: 'b' }]);
+  });
+
+  it('starts a demo world by id and streams its events on a channel like an investigation', async () => {
+    const calls: [string, unknown][] = [];
+    mockIPC((cmd, args) => {
+      calls.push([cmd, args]);
+      const ch = (args as { onEvent: { id: number } }).onEvent;
+      const internals = (window as unknown as { __TAURI_INTERNALS__: { runCallback: (id: number, m: unknown) => void } }).__TAURI_INTERNALS__;
+      internals.runCallback(ch.id, { index: 0, message: { type: 'round', round: 1 } });
+      return 9;
+    });
+    const got: unknown[] = [];
+    expect(await tauriApi.startDemo('disk-owner', (e) => got.push(e))).toBe(9);
+    await new Promise((r) => setTimeout(r, 0));
+    expect(calls.map(([c, a]) => [c, (a as { world: string }).world])).toEqual([['start_demo', 'disk-owner']]);
+    expect(got).toEqual([{ type: 'round', round: 1 }]);
   });
 
   it('turns a {code, message, details} rejection into an ApiError with field messages', async () => {
@@ -87,7 +107,7 @@ describe('tauriApi', () => {
         return null;
       }
       seen.add(cmd);
-      return cmd === 'list_investigations' || cmd === 'investigation_events' || cmd === 'list_models' ? [] : null;
+      return cmd === 'list_investigations' || cmd === 'investigation_events' || cmd === 'list_models' || cmd === 'list_demo_worlds' ? [] : null;
     });
     const noop = () => {};
     const s = {} as never;
@@ -99,6 +119,8 @@ describe('tauriApi', () => {
       tauriApi.investigationEvents(1),
       tauriApi.resumeInvestigation(1, noop),
       tauriApi.undoCompaction(1, 1),
+      tauriApi.listDemoWorlds(),
+      tauriApi.startDemo('w', noop),
       tauriApi.appInfo(),
       tauriApi.getSettings(),
       tauriApi.saveSettings(s),

@@ -79,6 +79,13 @@ export function investigationEvents(): AgentEvent[] {
   ];
 }
 
+export function demoWorlds() {
+  return [
+    { id: 'disk-owner', title: 'Who owns the full disk?', question: 'Which host has a disk over 95 % full, and who owns it?', tools: 2 },
+    { id: 'error-spike', title: 'Why did 5xx errors spike?', question: 'Which region has the most 5xx errors, and why?', tools: 4 },
+  ];
+}
+
 export function mockApi(over: Partial<Api> = {}) {
   const sinks: {
     agent: ((e: AgentEvent) => void) | null;
@@ -114,6 +121,11 @@ export function mockApi(over: Partial<Api> = {}) {
       return id;
     }),
     undoCompaction: vi.fn(async () => {}),
+    listDemoWorlds: vi.fn(async () => demoWorlds()),
+    startDemo: vi.fn(async (_w: string, on: (e: AgentEvent) => void) => {
+      sinks.agent = on;
+      return 8;
+    }),
     appInfo: vi.fn(async () => ({ version: '0.1.0', model_path: settings.model_path, notice: null, models_dir: '/models', settings_file: '/cfg/settings.json', run_code: { available: false, message: 'run_code unavailable: the code sandbox is unavailable, so code is not run: mf-sandbox not found beside measured-forgetting (looked in /opt/mf and its parent)' } })),
     getSettings: vi.fn(async () => structuredClone(settings)),
     saveSettings: vi.fn(async (s: Settings) => s),

@@ -135,6 +135,23 @@ export interface InvestigationRow {
   events: number;
 }
 
+// ---------------------------------------------------------------- demo worlds
+
+/**
+ * A demo world the app can serve on loopback for one investigation (the
+ * benchmark's agentic worlds): shown in the empty state, started in one click.
+ */
+export interface DemoWorld {
+  id: string;
+  title: string;
+  question: string;
+  /** How many tools the world offers. */
+  tools: number;
+}
+
+/** Widens an approval beyond this one call: `host`, every call to the same host for the rest of the session. */
+export type ApprovalScope = 'host';
+
 // ---------------------------------------------------------------- benchmark
 //
 // The results mirror mf-bench's `ModelResult` (crates/mf-bench/src/results.rs),
@@ -230,11 +247,15 @@ export type BenchEvent =
 export interface Api {
   startInvestigation(question: string, onEvent: (e: AgentEvent) => void): Promise<number>;
   stopInvestigation(id: number): Promise<void>;
-  approve(id: number, callId: string, argumentsHash: string, approved: boolean): Promise<void>;
+  /** `scope: 'host'` approves this call and every later one to the same host in this session. */
+  approve(id: number, callId: string, argumentsHash: string, approved: boolean, scope?: ApprovalScope): Promise<void>;
   listInvestigations(): Promise<InvestigationRow[]>;
   investigationEvents(id: number): Promise<AgentEvent[]>;
   resumeInvestigation(id: number, onEvent: (e: AgentEvent) => void): Promise<number>;
   undoCompaction(id: number, round: number): Promise<void>;
+  listDemoWorlds(): Promise<DemoWorld[]>;
+  /** Starts an investigation of a demo world; its events stream like `startInvestigation`'s. */
+  startDemo(world: string, onEvent: (e: AgentEvent) => void): Promise<number>;
   appInfo(): Promise<AppInfo>;
   getSettings(): Promise<Settings>;
   saveSettings(settings: Settings): Promise<Settings>;
@@ -283,11 +304,14 @@ function channel<E>(onEvent: (e: E) => void): Channel<E> {
 export const tauriApi: Api = {
   startInvestigation: (question, onEvent) => call('start_investigation', { question, onEvent: channel(onEvent) }),
   stopInvestigation: (id) => call('stop_investigation', { id }),
-  approve: (id, callId, argumentsHash, approved) => call('approve_tool_call', { id, callId, argumentsHash, approved }),
+  approve: (id, callId, argumentsHash, approved, scope) =>
+    call('approve_tool_call', scope === undefined ? { id, callId, argumentsHash, approved } : { id, callId, argumentsHash, approved, scope }),
   listInvestigations: () => call('list_investigations'),
   investigationEvents: (id) => call('investigation_events', { id }),
   resumeInvestigation: (id, onEvent) => call('resume_investigation', { id, onEvent: channel(onEvent) }),
   undoCompaction: (id, round) => call('undo_compaction', { id, round }),
+  listDemoWorlds: () => call('list_demo_worlds'),
+  startDemo: (world, onEvent) => call('start_demo', { world, onEvent: channel(onEvent) }),
   appInfo: () => call('app_info'),
   getSettings: () => call('get_settings'),
   saveSettings: (settings) => call('save_settings', { settings }),

@@ -1,7 +1,7 @@
 // One investigation as the app holds it: its id, the folded events, and the
 // actions that call the backend.
 
-import type { Api } from './api';
+import type { Api, ApprovalScope } from './api';
 import { toApiError } from './api';
 import type { AgentEvent } from './events';
 import { applyEvent, emptyState, type InvestigationState } from './investigation';
@@ -34,6 +34,13 @@ export class Session {
     this.reset();
     this.running = true;
     await this.track(this.api.startInvestigation(question, this.onEvent));
+  }
+
+  /** Starts an investigation of a demo world (served by the app for this run only). */
+  async startDemo(world: string): Promise<void> {
+    this.reset();
+    this.running = true;
+    await this.track(this.api.startDemo(world, this.onEvent));
   }
 
   private async track(p: Promise<number>): Promise<void> {
@@ -70,11 +77,12 @@ export class Session {
     }
   }
 
-  async decide(callId: string, argumentsHash: string, approved: boolean): Promise<void> {
+  async decide(callId: string, argumentsHash: string, approved: boolean, scope?: ApprovalScope): Promise<void> {
     const id = await this.currentId();
     if (id === null) return;
     try {
-      await this.api.approve(id, callId, argumentsHash, approved);
+      if (scope === undefined) await this.api.approve(id, callId, argumentsHash, approved);
+      else await this.api.approve(id, callId, argumentsHash, approved, scope);
     } catch (e) {
       this.error = toApiError(e).message;
     }
