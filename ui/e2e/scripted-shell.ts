@@ -32,7 +32,15 @@ function investigation(question: string): Step[] {
     { type: 'thinking_token', text: 'The error counts are served by the local API; ' },
     { type: 'thinking_token', text: 'fetch them per region first.' },
     { type: 'tool_call', call_id: 'call_1', name: 'http', arguments: { url: 'http://127.0.0.1:8931/errors?status=5xx' } },
-    { type: 'approval_requested', call_id: 'call_1', name: 'http', arguments: '{"url":"http://127.0.0.1:8931/errors?status=5xx"}', args_sha256: '5e0c1f7a' },
+    {
+      type: 'approval_requested',
+      call_id: 'call_1',
+      name: 'http',
+      arguments: '{"url":"http://127.0.0.1:8931/errors?status=5xx"}',
+      args_sha256: '5e0c1f7a',
+      // Newer than the generated type (the backend is adding it).
+      summary: 'GET 127.0.0.1:8931 · 10 bytes of query · status=5xx',
+    } as AgentEvent,
     { hold: 'approval' },
     { type: 'approval_decided', call_id: 'call_1', approved: true, by: 'user' },
     { type: 'kv', round: 1, purpose: 'round', stats: { prompt_tokens: 352, reused: 0, decoded: 352, trimmed: 0, full_clear: false, prefill_ms: 1480, decode_ms: 610 }, completion_tokens: 38 },
@@ -88,10 +96,41 @@ function investigation(question: string): Step[] {
     { type: 'token', text: 'eu-west has the most 5xx errors ' },
     { type: 'token', text: '(412), caused by the load-balancer change of 14 November.' },
     { type: 'kv', round: 4, purpose: 'round', stats: { prompt_tokens: 770, reused: 310, decoded: 460, trimmed: 0, full_clear: false, prefill_ms: 1900, decode_ms: 720 }, completion_tokens: 24 },
-    { type: 'final_answer', text: 'eu-west has the most 5xx errors (412), caused by the load-balancer change of 14 November.' },
+    {
+      type: 'final_answer',
+      text: '**eu-west** has the most 5xx errors (412), caused by the load-balancer change of 14 November.\n\n| region | 5xx |\n| --- | ---: |\n| eu-west | 412 |\n| us-east | 77 |\n| ap-south | 19 |\n\nSource: `GET /errors?status=5xx` and `incidents/2026-11.md`.',
+    },
     { type: 'exit', reason: { kind: 'final_answer' }, rounds: 4, compactions: 1 },
   ];
 }
+
+/** The stored events of a run the app's end cut after two rounds. */
+function interrupted(question: string): AgentEvent[] {
+  const run = investigation(question).filter((st): st is AgentEvent => !('hold' in st));
+  const cut = run.findIndex((e) => e.type === 'round' && e.round === 3);
+  return run.slice(0, cut);
+}
+
+/** What `resume_investigation` streams after the replay: the cache loaded, one more round, the answer. */
+function resumed(question: string): Step[] {
+  return [
+    { type: 'started', question, strategy: 'v1', model: 'SmolLM2-135M-Instruct.Q4_1', context: 2048, reserve: 512, threshold: 1228, tools: ['http', 'list_files', 'read_file', 'search_files'], resumed: true },
+    { type: 'kv_restore', slot: 'file:sessions/2.kv', used: true, snapshot_tokens: 1160, prompt_tokens: 1172, matched_tokens: 1140, note: null },
+    { type: 'gauge', gauge: g({ compressible: 520, recent: 342, prompt_tokens: 1172, free: 364, messages: 5 }) },
+    { type: 'round', round: 3 },
+    { type: 'kv', round: 3, purpose: 'round', stats: { prompt_tokens: 1172, reused: 1140, decoded: 32, trimmed: 0, full_clear: false, prefill_ms: 140, decode_ms: 700 }, completion_tokens: 22 },
+    { type: 'token', text: 'us-east recovered after the rollback; eu-west is still the worst.' },
+    { type: 'final_answer', text: 'us-east recovered after the rollback; **eu-west** is still the worst (412).' },
+    { type: 'exit', reason: { kind: 'final_answer' }, rounds: 3, compactions: 0 },
+  ];
+}
+
+/** The demo worlds offered in the empty state (titles and questions as the shell lists them). */
+const DEMOS = [
+  { id: 'error-spike', title: 'Why did 5xx errors spike?', question: 'Which region has the most 5xx errors, and why?', tools: 4 },
+  { id: 'disk-owner', title: 'Who owns the full disk?', question: 'Which host has a disk over 95 % full, and who owns it?', tools: 2 },
+  { id: 'release-notes', title: 'What broke in the last release?', question: 'Which change in release 4.2 made the checkout slower, and by how much?', tools: 3 },
+];
 
 const settings: Settings = {
   model_path: 'models/SmolLM2-135M-Instruct.Q4_1.gguf',
@@ -130,6 +169,25 @@ export class ScriptedShell {
         this.pos = 0;
         setTimeout(() => this.pump(), 50);
         return 1;
+      case 'list_demo_worlds':
+        return DEMOS;
+      case 'start_demo': {
+        const world = DEMOS.find((d) => d.id === args.world);
+        if (!world) throw { code: 'unknown_demo', message: `no demo world ${String(args.world)}` };
+        this.channel = (args.onEvent as { id: number }).id;
+        this.steps = investigation(world.question);
+        this.index = 0;
+        this.pos = 0;
+        setTimeout(() => this.pump(), 50);
+        return 3;
+      }
+      case 'resume_investigation':
+        this.channel = (args.onEvent as { id: number }).id;
+        this.steps = resumed('Is us-east still failing?');
+        this.index = 0;
+        this.pos = 0;
+        setTimeout(() => this.pump(), 50);
+        return args.id;
       case 'approve_tool_call':
         this.approved = args.approved === true;
         if (this.holding === 'approval') this.release();
@@ -139,9 +197,13 @@ export class ScriptedShell {
       case 'undo_compaction':
         return null;
       case 'list_investigations':
-        return [{ id: 1, question: 'Which region has the most 5xx errors?', status: 'finished', exit_reason: 'final answer', created: 1764748800, events: 37 }];
+        return [
+          { id: 2, question: 'Is us-east still failing?', status: 'interrupted', exit_reason: null, created: 1764752400, events: 14 },
+          { id: 1, question: 'Which region has the most 5xx errors?', status: 'finished', exit_reason: 'final answer', created: 1764748800, events: 37 },
+        ];
       case 'investigation_events':
-        // The stored events of the one past investigation: the script, as it ran.
+        // The stored events: the script as it ran (id 1), or cut by the app's end after two rounds (id 2).
+        if (args.id === 2) return interrupted('Is us-east still failing?');
         return investigation('Which region has the most 5xx errors?').filter((st): st is AgentEvent => !('hold' in st));
       case 'app_info':
         return { version: '0.1.0', model_path: settings.model_path, notice: null, models_dir: 'models', settings_file: 'settings.json', run_code: { available: true, message: 'run_code is offered (sandbox: scripted).' } };
