@@ -85,6 +85,7 @@ try {
   const compressibleDuring = await width('[data-testid="seg-compressible"]');
   check(compressibleDuring > compressibleBefore + 50, `gauge moved: compressible ${compressibleBefore.toFixed(0)} → ${compressibleDuring.toFixed(0)} px`);
   check((await page.getByTestId('forecast').textContent()).includes('Compacting now'), 'gauge says a compaction is running');
+  check(await page.getByTestId('chart-compacting').isVisible(), 'the chart marks the running compaction');
   const bar = await page.$eval('[data-testid="gauge-bar"]', (el) => el.getBoundingClientRect().width);
   const line = await page.$eval('[data-testid="threshold-line"]', (el) => el.getBoundingClientRect().left - el.parentElement.getBoundingClientRect().left);
   const inLegend = await page.$eval('.legend .dot.reserve', (el) => {
@@ -178,6 +179,7 @@ try {
   await page.evaluate(() => window.__shell.release());
   await page.getByTestId('exit').waitFor();
   check((await page.getByTestId('chart-drop-label').count()) === 1 && (await page.getByTestId('tool-card').count()) === 2, 'the demo filled the chart and the tool cards');
+  check((await page.getByTestId('chart-compacting').count()) === 0, 'the compacting mark gave way to the drop');
   await page.evaluate(() => window.scrollTo(0, 0));
   await shot('07-demo');
 

@@ -301,3 +301,15 @@ describe('answers as markdown', () => {
     expect(streamed.querySelector('img')).toBeNull();
   });
 });
+
+describe('New investigation', () => {
+  it('puts a finished run away and offers the demo worlds again; not while a run is live', async () => {
+    const { send } = await startWith(investigationEvents());
+    expect(screen.queryByRole('button', { name: 'New investigation' })).toBeNull();
+    send({ type: 'exit', reason: { kind: 'final_answer' }, rounds: 1, compactions: 0 });
+    await fireEvent.click(screen.getByRole('button', { name: 'New investigation' }));
+    expect(screen.queryByTestId('started')).toBeNull();
+    expect(screen.queryAllByTestId('tool-card')).toHaveLength(0);
+    expect(await screen.findAllByTestId('demo-world')).toHaveLength(2);
+  });
+});

@@ -78,6 +78,10 @@ describe('chartModel', () => {
     ]);
     const m = chartModel(s.samples, s.compactions, BOX);
     expect(m.drops).toEqual([]);
+    // The running compaction is marked after the latest gauge.
+    expect(m.pendingX).toBe(200);
+    applyEvent(s, { type: 'compaction_failed', round: 3, message: 'pinned zone alone is over the threshold' });
+    expect(chartModel(s.samples, s.compactions, BOX).pendingX).toBeNull();
     expect(m.thresholdPath).toBe('M0.0,40.0 L100.0,40.0 L100.0,50.0 L200.0,50.0');
   });
 

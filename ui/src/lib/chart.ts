@@ -70,6 +70,8 @@ export interface ChartModel {
   /** A step line through each column's threshold. */
   thresholdPath: string;
   drops: Drop[];
+  /** Where a compaction that has started but not ended is marked (after the latest gauge); null when none is running. */
+  pendingX: number | null;
   rounds: Tick[];
   yTicks: { y: number; label: string }[];
 }
@@ -133,6 +135,9 @@ export function chartModel(samples: ContextSample[], compactions: CompactionView
     });
   }
 
+  const running = compactions.some((c) => c.started !== null && c.finished === null && c.failed === null);
+  const pendingX = running && samples.length > 0 ? box.left + samples.length * slot : null;
+
   const rounds: Tick[] = [];
   let lastX = -Infinity;
   samples.forEach((s, i) => {
@@ -145,5 +150,5 @@ export function chartModel(samples: ContextSample[], compactions: CompactionView
 
   const yTicks = max > 0 ? [0, 0.25, 0.5, 0.75, 1].map((f) => ({ y: y(max * f), label: short(Math.round(max * f)) })) : [];
 
-  return { box, max, columns, thresholdPath, drops, rounds, yTicks };
+  return { box, max, columns, thresholdPath, drops, pendingX, rounds, yTicks };
 }

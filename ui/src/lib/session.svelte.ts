@@ -36,6 +36,12 @@ export class Session {
     await this.track(this.api.startInvestigation(question, this.onEvent));
   }
 
+  /** Puts a finished or reopened investigation away: the view shows the empty state again. */
+  clear(): void {
+    if (this.running) return;
+    this.reset();
+  }
+
   /** Starts an investigation of a demo world (served by the app for this run only). */
   async startDemo(world: string): Promise<void> {
     this.reset();
