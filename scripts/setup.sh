@@ -62,5 +62,18 @@ if [ "$(uname -s)" = Linux ] && [ ! -x "$TOOLS/bin/tauri-driver" ]; then
     cargo install tauri-driver --version 2.1.0 --locked --root "$TOOLS" --quiet
 fi
 
+# Real MCP servers for mf-tools' MCP tests (server-everything, server-filesystem),
+# pinned by the lock file beside the tests and kept outside the repository, so
+# the tests run them without the network. MF_MCP_SERVERS overrides the place.
+MCP_DIR="${MF_MCP_SERVERS:-$HOME/.cache/measured-forgetting/mcp}"
+MCP_SRC=crates/mf-tools/tests/mcp-servers
+if ! cmp -s "$MCP_SRC/package-lock.json" "$MCP_DIR/package-lock.json" || [ ! -x "$MCP_DIR/node_modules/.bin/mcp-server-everything" ]; then
+    command -v npm >/dev/null || { echo "error: npm is required to install the MCP test servers" >&2; exit 1; }
+    log "installing the MCP test servers into $MCP_DIR"
+    mkdir -p "$MCP_DIR"
+    cp "$MCP_SRC/package.json" "$MCP_SRC/package-lock.json" "$MCP_DIR/"
+    (cd "$MCP_DIR" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
 log "test models"
 python3 scripts/fetch_models.py

@@ -136,6 +136,70 @@ pub enum ToolError {
     /// The sandbox could not be started for this call.
     #[error("the code sandbox failed: {0}")]
     SandboxFailed(String),
+    /// The MCP configuration is invalid; names the server (empty for the file) and the field.
+    #[error("MCP configuration, server `{server}`, field `{field}`: {message}")]
+    McpConfig {
+        /// The server's name.
+        server: String,
+        /// The field that is wrong.
+        field: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// An MCP server could not be started, or did not finish its start-up in time.
+    #[error("MCP server `{server}` could not be started: {message}")]
+    McpStart {
+        /// The server's name.
+        server: String,
+        /// Why (spawn error, exit status and its last error lines, time-out).
+        message: String,
+    },
+    /// The MCP server stopped (exited, crashed, dropped the connection) during the call.
+    #[error("MCP server `{server}` stopped during the call: {message}")]
+    McpCrashed {
+        /// The server's name.
+        server: String,
+        /// What is known: exit status and its last error lines.
+        message: String,
+    },
+    /// The MCP server did not answer the call within the per-call time limit.
+    #[error("MCP server `{server}` did not answer `{tool}` within {ms} ms")]
+    McpTimeout {
+        /// The server's name.
+        server: String,
+        /// The tool called.
+        tool: String,
+        /// The limit.
+        ms: u64,
+    },
+    /// The MCP server sent something that is not a valid MCP message.
+    #[error("MCP server `{server}` sent a malformed answer: {message}")]
+    McpProtocol {
+        /// The server's name.
+        server: String,
+        /// What was wrong, with a short sample.
+        message: String,
+    },
+    /// The MCP server answered the call with a protocol error (unknown tool, invalid parameters, ...).
+    #[error("MCP server `{server}` refused `{tool}`: {message}")]
+    McpRemote {
+        /// The server's name.
+        server: String,
+        /// The tool called.
+        tool: String,
+        /// The server's message.
+        message: String,
+    },
+    /// The MCP tool ran and reported a failure (`isError`); its text is the message.
+    #[error("`{tool}` on MCP server `{server}` failed: {message}")]
+    McpToolFailed {
+        /// The server's name.
+        server: String,
+        /// The tool called.
+        tool: String,
+        /// The tool's own words (cut to the result limit).
+        message: String,
+    },
 }
 
 impl ToolError {
@@ -165,12 +229,19 @@ impl ToolError {
             | ToolError::NotRegularFile { .. }
             | ToolError::InvalidPattern(_)
             | ToolError::CodeTooLarge { .. }
-            | ToolError::SandboxUnavailable(_) => true,
+            | ToolError::SandboxUnavailable(_)
+            | ToolError::McpConfig { .. } => true,
             ToolError::Timeout(_)
             | ToolError::Transport(_)
             | ToolError::NotFound(_)
             | ToolError::Io { .. }
-            | ToolError::SandboxFailed(_) => false,
+            | ToolError::SandboxFailed(_)
+            | ToolError::McpStart { .. }
+            | ToolError::McpCrashed { .. }
+            | ToolError::McpTimeout { .. }
+            | ToolError::McpProtocol { .. }
+            | ToolError::McpRemote { .. }
+            | ToolError::McpToolFailed { .. } => false,
         }
     }
 
@@ -206,6 +277,13 @@ impl ToolError {
             ToolError::CodeTooLarge { .. } => "code_too_large",
             ToolError::SandboxUnavailable(_) => "sandbox_unavailable",
             ToolError::SandboxFailed(_) => "sandbox_failed",
+            ToolError::McpConfig { .. } => "mcp_config",
+            ToolError::McpStart { .. } => "mcp_start",
+            ToolError::McpCrashed { .. } => "mcp_crashed",
+            ToolError::McpTimeout { .. } => "mcp_timeout",
+            ToolError::McpProtocol { .. } => "mcp_protocol",
+            ToolError::McpRemote { .. } => "mcp_remote",
+            ToolError::McpToolFailed { .. } => "mcp_tool_failed",
         }
     }
 }

@@ -17,11 +17,14 @@
 //! - [`http`]: SSRF-guarded GET/POST (IP literals, guarded resolver, each redirect re-checked).
 //! - [`files`]: list/read/search through cap-std directory handles.
 //! - [`code`]: Python/sh in namespaces + Landlock + seccomp + rlimits (Linux).
+//! - [`mcp`]: tools of MCP servers (stdio or streamable HTTP), started lazily,
+//!   offered as `server__tool`, approved like ours (default *ask*).
 
 pub mod code;
 mod error;
 pub mod files;
 pub mod http;
+pub mod mcp;
 pub mod policy;
 mod registry;
 

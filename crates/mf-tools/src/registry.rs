@@ -9,6 +9,7 @@ use serde_json::json;
 use crate::code::{self, CodeArgs, CodeConfig, CodeResult};
 use crate::files::{self, FileLimits, FilePage, ListArgs, Listing, ReadArgs, SearchArgs, SearchResult, Workspace};
 use crate::http::{self, HttpArgs, HttpMethod, HttpPolicy, HttpResponse};
+use crate::mcp::{McpApprovals, McpHub, McpOutput, McpServerStatus, McpSettings, McpToolRef};
 use crate::policy::{ApprovalPolicy, ApprovalRequest, Approval, Decision, Mode};
 use crate::ToolError;
 
@@ -27,6 +28,8 @@ pub struct ToolSettings {
     pub policy: ApprovalPolicy,
     /// Largest arguments JSON accepted. 0 means the default, 512 KiB.
     pub max_args_bytes: usize,
+    /// MCP servers whose tools are offered too (none by default).
+    pub mcp: McpSettings,
 }
 
 /// What the model is told about one tool.
@@ -56,6 +59,8 @@ pub enum ToolOutput {
     Search(SearchResult),
     /// From `run_code`.
     Code(CodeResult),
+    /// From a tool of an MCP server.
+    Mcp(McpOutput),
 }
 
 impl ToolOutput {
@@ -67,6 +72,7 @@ impl ToolOutput {
             ToolOutput::FilePage(p) => p.next_offset.map(|n| format!("page of {} of {} bytes; continue with offset {n}", p.bytes, p.size)),
             ToolOutput::Search(s) => s.truncated.then(|| format!("search stopped at {} matches / {} files", s.matches.len(), s.files_searched)),
             ToolOutput::Code(c) => c.note.clone(),
+            ToolOutput::Mcp(m) => m.truncated.then(|| format!("result cut at {} of {} bytes", m.text.len(), m.bytes)),
         }
     }
 }
@@ -97,6 +103,7 @@ enum Parsed {
     Read(ReadArgs),
     Search(SearchArgs),
     Code(CodeArgs),
+    Mcp(McpToolRef, serde_json::Map<String, serde_json::Value>),
 }
 
 /// The tools, configured; build once per investigation.
@@ -109,6 +116,7 @@ pub struct ToolRegistry {
     code_status: Result<String, ToolError>,
     policy: ApprovalPolicy,
     max_args_bytes: usize,
+    mcp: McpHub,
 }
 
 impl ToolRegistry {
@@ -118,6 +126,8 @@ impl ToolRegistry {
     /// [`ToolError::Io`] when a workspace folder cannot be opened. A failed
     /// sandbox probe is not an error: `run_code` is then not offered and refuses.
     pub async fn new(s: ToolSettings) -> Result<ToolRegistry, ToolError> {
+        let mcp_bytes = if s.mcp.max_result_bytes == 0 { usize::try_from(s.file_limits.max_read_bytes).unwrap_or(usize::MAX) } else { s.mcp.max_result_bytes };
+        let mcp = McpHub::new(s.mcp.clone(), mcp_bytes);
         let workspace = Workspace::open(&s.workspace, s.file_limits)?;
         let code_status = match &s.code {
             None => Err(ToolError::SandboxUnavailable("code execution is not enabled".into())),
@@ -133,7 +143,41 @@ impl ToolRegistry {
             code_status,
             policy: s.policy,
             max_args_bytes: if s.max_args_bytes == 0 { 512 << 10 } else { s.max_args_bytes },
+            mcp,
         })
+    }
+
+    /// Starts the MCP servers not yet listed and lists their tools (all at
+    /// once), so that [`ToolRegistry::descriptors`] offers them. Call it
+    /// before handing the tools to the model; nothing is started before.
+    /// A server that fails is reported in its status and its tools are not
+    /// offered; it is not an error.
+    pub async fn connect_mcp(&self) -> Vec<McpServerStatus> {
+        self.mcp.connect().await
+    }
+
+    /// Every configured MCP server's state and tools, without starting any.
+    pub fn mcp_status(&self) -> Vec<McpServerStatus> {
+        self.mcp.status()
+    }
+
+    /// The server and tool behind a model-facing MCP tool name (`server__tool`),
+    /// for an approval prompt or to remember an answer; `None` for our own tools.
+    pub fn mcp_tool(&self, name: &str) -> Option<McpToolRef> {
+        self.mcp.find(name).map(|t| t.origin)
+    }
+
+    /// Remembers the user's answer for `tool` on `server` for the rest of this
+    /// registry's life: `Auto` runs it without asking, `Deny` refuses it
+    /// without asking, `Ask` forgets the answer. Save [`ToolRegistry::mcp_remembered`]
+    /// into [`McpSettings::remembered`] to keep it across sessions.
+    pub fn remember_mcp(&self, server: &str, tool: &str, mode: Mode) {
+        self.mcp.remember(server, tool, mode);
+    }
+
+    /// The remembered MCP answers (the settings' plus those of this session).
+    pub fn mcp_remembered(&self) -> McpApprovals {
+        self.mcp.remembered()
     }
 
     /// Why `run_code` is or is not available (the mechanism in words, or the refusal).
@@ -181,6 +225,7 @@ impl ToolRegistry {
                 json!({"type": "object", "properties": {"language": {"type": "string", "enum": ["python", "sh"]},
                     "code": {"type": "string"}}, "required": ["language", "code"], "additionalProperties": false}), false));
         }
+        v.extend(self.mcp.tools().into_iter().map(|t| ToolDescriptor { name: t.name, description: t.description, parameters: t.parameters, read_only: t.read_only }));
         v
     }
 
@@ -196,7 +241,13 @@ impl ToolRegistry {
             READ_FILE => Parsed::Read(serde_json::from_value(value.clone()).map_err(bad)?),
             SEARCH_FILES => Parsed::Search(serde_json::from_value(value.clone()).map_err(bad)?),
             RUN_CODE => Parsed::Code(serde_json::from_value(value.clone()).map_err(bad)?),
-            other => return Err(ToolError::UnknownTool(other.to_string())),
+            other => match self.mcp.find(other) {
+                Some(t) => match &value {
+                    serde_json::Value::Object(m) => Parsed::Mcp(t.origin, m.clone()),
+                    _ => return Err(ToolError::InvalidArguments { tool: name.into(), message: "the arguments must be a JSON object".into() }),
+                },
+                None => return Err(ToolError::UnknownTool(other.to_string())),
+            },
         };
         Ok((p, value))
     }
@@ -207,6 +258,7 @@ impl ToolRegistry {
             Parsed::Http(_) => self.policy.http_write,
             Parsed::List(_) | Parsed::Read(_) | Parsed::Search(_) => self.policy.files,
             Parsed::Code(_) => self.policy.code,
+            Parsed::Mcp(t, _) => self.mcp.mode(&t.server, &t.tool),
         }
     }
 
@@ -261,6 +313,7 @@ impl ToolRegistry {
                 };
                 code::run(&a, cfg).await.map(ToolOutput::Code)
             }
+            Parsed::Mcp(t, args) => self.mcp.call(&t, args).await.map(ToolOutput::Mcp),
         }
     }
 }

@@ -1,5 +1,6 @@
 mod code;
 mod files;
 mod http;
+mod mcp;
 mod registry;
 mod support;
