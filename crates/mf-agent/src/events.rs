@@ -261,7 +261,7 @@ impl PlanRow {
                 influence: m.influence,
                 delta: m.delta,
                 chain: m.chain.clone(),
-                reason: m.reason.clone(),
+                reason: m.reason.to_string(),
             })
             .collect()
     }

@@ -2,10 +2,32 @@
 //! hop links between them (a later call whose arguments use a value that an
 //! earlier result returned: the A → B → C of a multi-hop investigation).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
-use crate::message::{Message, MessageKind};
-use crate::zones::unit_heads;
+use crate::message::{Message, MessageKind, Role};
+
+/// For every message, the index of the first message of its tool unit (the
+/// assistant message whose call it answers, or itself).
+///
+/// A tool message whose `tool_call_id` names no earlier call is its own unit.
+pub fn unit_heads(messages: &[Message]) -> Vec<usize> {
+    let mut call_owner: HashMap<&str, usize> = HashMap::new();
+    let mut heads = Vec::with_capacity(messages.len());
+    for (i, m) in messages.iter().enumerate() {
+        let mut head = i;
+        if m.role == Role::Tool
+            && let Some(id) = m.tool_call_id.as_deref()
+            && let Some(&owner) = call_owner.get(id)
+        {
+            head = owner;
+        }
+        for c in &m.tool_calls {
+            call_owner.insert(c.id.as_str(), i);
+        }
+        heads.push(head);
+    }
+    heads
+}
 
 /// For every message, the chain it belongs to (the index of the assistant
 /// message that made the call), or `None` outside any tool chain.
@@ -28,7 +50,7 @@ pub fn chain_of(messages: &[Message]) -> Vec<Option<usize>> {
     for i in 1..messages.len() {
         if messages[i].kind() == MessageKind::AssistantText
             && out[i].is_none()
-            && messages[i - 1].role == crate::message::Role::Tool
+            && messages[i - 1].role == Role::Tool
             && let Some(c) = out[i - 1]
         {
             out[i] = Some(c);
@@ -126,6 +148,16 @@ mod tests {
         let h = hops();
         let c = chain_of(&h);
         assert_eq!(hop_links(&h, &c, &h[0].content), vec![(1, 4), (4, 6)]);
+    }
+
+    #[test]
+    fn orphan_tool_results_are_their_own_unit() {
+        let h = vec![
+            Message::user("q", "q"),
+            Message::assistant("a", "a"),
+            Message::tool_result("t", "nope", "get", "r"),
+        ];
+        assert_eq!(unit_heads(&h), vec![0, 1, 2]);
     }
 
     #[test]

@@ -7,6 +7,7 @@ use crate::dimensions::Scores;
 use crate::error::ForgettingError;
 use crate::literals::LiteralLimits;
 use crate::message::{MessageId, MessageKind};
+use crate::reason::Reasons;
 use crate::summary::SamplingParams;
 use crate::taxonomy::{Classification, ProblemClass};
 use crate::zones::{Zone, ZoneGauge, Zones};
@@ -102,15 +103,39 @@ pub enum Tier {
     Drop,
 }
 
+/// The three tiers of METHOD.md §3 in the order of how much of a message
+/// survives: heavy < light < verbatim. v2 raises and lowers units along it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fidelity {
+    /// Type + one line, then summarised.
+    Heavy,
+    /// Cut, then summarised.
+    Light,
+    /// Copied verbatim as an anchor.
+    Verbatim,
+}
+
+impl From<Fidelity> for Tier {
+    fn from(f: Fidelity) -> Tier {
+        match f {
+            Fidelity::Heavy => Tier::Heavy,
+            Fidelity::Light => Tier::Light,
+            Fidelity::Verbatim => Tier::Verbatim,
+        }
+    }
+}
+
 impl Tier {
-    /// How much of the message survives, for "at least" comparisons:
-    /// verbatim 3, light 2, heavy 1, others 0.
-    pub fn rank(self) -> u8 {
+    /// Where the tier sits among heavy < light < verbatim; `None` for the
+    /// tiers outside that scale (keep, summarise, mask, drop), which compare
+    /// below all three (`Option`'s order).
+    pub fn fidelity(self) -> Option<Fidelity> {
         match self {
-            Tier::Verbatim => 3,
-            Tier::Light => 2,
-            Tier::Heavy => 1,
-            Tier::Keep | Tier::Summarise | Tier::Mask | Tier::Drop => 0,
+            Tier::Verbatim => Some(Fidelity::Verbatim),
+            Tier::Light => Some(Fidelity::Light),
+            Tier::Heavy => Some(Fidelity::Heavy),
+            Tier::Keep | Tier::Summarise | Tier::Mask | Tier::Drop => None,
         }
     }
 
@@ -163,8 +188,8 @@ pub struct MessagePlan {
     /// Chain id (`c<index of the call>`), when in a tool chain.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chain: Option<String>,
-    /// Why, in words.
-    pub reason: String,
+    /// Why: the message's own reason and its unit's (stored as the words).
+    pub reason: Reasons,
 }
 
 /// A saturation group: 3+ messages carrying the same kind of information.

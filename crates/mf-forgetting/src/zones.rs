@@ -6,14 +6,15 @@
 //! tool-call message, the tool messages that answer it (together a "tool
 //! unit") and the assistant text that interprets them: the pinned edge moves
 //! forward and the recent edge moves back until no chain straddles them.
-
-use std::collections::HashMap;
+//!
+//! Zones depend on [`crate::chains`] (the trace topology), never the reverse.
 
 use serde::{Deserialize, Serialize};
 
 use crate::budget::Budget;
 use crate::error::ForgettingError;
-use crate::message::{Message, Role, question_index};
+use crate::chains::chain_of;
+use crate::message::{Message, question_index};
 use crate::tokens::TokenCounter;
 
 /// Which zone a message is in.
@@ -74,29 +75,6 @@ impl Zones {
     }
 }
 
-/// For every message, the index of the first message of its tool unit (the
-/// assistant message whose call it answers, or itself).
-///
-/// A tool message whose `tool_call_id` names no earlier call is its own unit.
-pub fn unit_heads(messages: &[Message]) -> Vec<usize> {
-    let mut call_owner: HashMap<&str, usize> = HashMap::new();
-    let mut heads = Vec::with_capacity(messages.len());
-    for (i, m) in messages.iter().enumerate() {
-        let mut head = i;
-        if m.role == Role::Tool
-            && let Some(id) = m.tool_call_id.as_deref()
-            && let Some(&owner) = call_owner.get(id)
-        {
-            head = owner;
-        }
-        for c in &m.tool_calls {
-            call_owner.insert(c.id.as_str(), i);
-        }
-        heads.push(head);
-    }
-    heads
-}
-
 /// Partitions a history into zones.
 ///
 /// An edge never separates the members of a tool chain (the assistant
@@ -112,7 +90,7 @@ pub fn unit_heads(messages: &[Message]) -> Vec<usize> {
 /// [`ForgettingError::EmptyHistory`] for no messages,
 /// [`ForgettingError::NoUserMessage`] when there is no question to pin.
 pub fn partition(messages: &[Message], recent: usize) -> Result<Zones, ForgettingError> {
-    partition_with_chains(messages, &crate::chains::chain_of(messages), recent)
+    partition_with_chains(messages, &chain_of(messages), recent)
 }
 
 /// [`partition`] with the chains already computed by
@@ -287,7 +265,6 @@ mod tests {
             Message::assistant("a", "a"),
             Message::tool_result("t", "nope", "get", "r"),
         ];
-        assert_eq!(unit_heads(&h), vec![0, 1, 2]);
         assert_eq!(partition(&h, 1).unwrap().recent_start, 2);
     }
 
