@@ -415,6 +415,7 @@ fn landlock(read_paths: &[PathBuf]) -> Result<&'static str, String> {
 
 const BPF_LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
 const BPF_JMP_JEQ_K: u16 = 0x05 | 0x10;
+const BPF_JMP_JSET_K: u16 = 0x05 | 0x40;
 #[cfg(target_arch = "x86_64")]
 const BPF_JMP_JGE_K: u16 = 0x05 | 0x30;
 const BPF_RET_K: u16 = 0x06;
@@ -433,6 +434,17 @@ fn stmt(code: u16, k: u32) -> libc::sock_filter {
 fn jump(code: u16, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
     libc::sock_filter { code, jt, jf, k }
 }
+
+/// `clone` flags that create a namespace. `CLONE_NEWTIME` (0x80) is left out:
+/// for `clone` that bit is part of the exit signal, and the kernel accepts it
+/// only from `clone3` and `unshare`, both refused outright.
+const CLONE_NEW_ANY: u32 = (libc::CLONE_NEWNS
+    | libc::CLONE_NEWCGROUP
+    | libc::CLONE_NEWUTS
+    | libc::CLONE_NEWIPC
+    | libc::CLONE_NEWUSER
+    | libc::CLONE_NEWPID
+    | libc::CLONE_NEWNET) as u32;
 
 /// System calls refused with EPERM: kernel attack surface or escape tools
 /// that sandboxed analysis code has no use for.
@@ -472,6 +484,20 @@ fn seccomp() -> Result<(), String> {
     prog.push(jump(BPF_JMP_JEQ_K, libc::AF_UNIX as u32, 0, 1));
     prog.push(stmt(BPF_RET_K, RET_ALLOW));
     prog.push(stmt(BPF_RET_K, RET_ERRNO | libc::EAFNOSUPPORT as u32));
+    // clone(flags, ...): no namespace flags. The flags are an `unsigned long`
+    // but the kernel reads only their low 32 bits, which are what is loaded.
+    // Without this a program could start a child in a new user namespace
+    // (nested in the sandbox's own) and be root there.
+    prog.push(jump(BPF_JMP_JEQ_K, libc::SYS_clone as u32, 0, 4));
+    prog.push(stmt(BPF_LD_W_ABS, 16)); // low 32 bits of args[0]
+    prog.push(jump(BPF_JMP_JSET_K, CLONE_NEW_ANY, 0, 1));
+    prog.push(stmt(BPF_RET_K, RET_ERRNO | libc::EPERM as u32));
+    prog.push(stmt(BPF_RET_K, RET_ALLOW));
+    // clone3 passes its flags in a struct in memory, which a seccomp filter
+    // cannot read: answer ENOSYS, so libc (threads, fork, posix_spawn) falls
+    // back to clone, whose flags are checked above.
+    prog.push(jump(BPF_JMP_JEQ_K, libc::SYS_clone3 as u32, 0, 1));
+    prog.push(stmt(BPF_RET_K, RET_ERRNO | libc::ENOSYS as u32));
     for nr in denied_syscalls() {
         prog.push(jump(BPF_JMP_JEQ_K, nr as u32, 0, 1));
         prog.push(stmt(BPF_RET_K, RET_ERRNO | libc::EPERM as u32));
@@ -560,7 +586,7 @@ pub(super) async fn probe(cfg: &CodeConfig) -> Result<SandboxReport, ToolError> 
     }
     Ok(SandboxReport {
         mechanism: format!(
-            "user+pid+net+mount+ipc+uts namespaces, landlock({landlock}), seccomp(no sockets but AF_UNIX), rlimits, tmpfs /tmp"
+            "user+pid+net+mount+ipc+uts namespaces, landlock({landlock}), seccomp(no sockets but AF_UNIX, no new namespaces), rlimits, tmpfs /tmp"
         ),
     })
 }

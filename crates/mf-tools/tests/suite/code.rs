@@ -292,3 +292,98 @@ fn procs_with_finds_a_live_process() {
     child.wait().unwrap();
     assert_eq!(procs_with(&marker), 0);
 }
+
+/// The namespace attack: a raw `clone` and a `clone3` asking for a new user +
+/// UTS namespace, whose child then tries `sethostname` (it succeeds only as
+/// root of a new UTS namespace), plus `unshare` and `setns`. Prints one line
+/// per attempt.
+fn namespace_attack() -> String {
+    r#"import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+NEWUSER, NEWUTS, SIGCHLD = 0x10000000, 0x04000000, 17
+def child_or_report(pid, name):
+    if pid == 0:
+        os._exit(0 if libc.sethostname(b'pwned', 5) == 0 else 3)
+    if pid < 0:
+        print(name, 'refused errno', ctypes.get_errno())
+        return
+    _, st = os.waitpid(pid, 0)
+    print(name, 'NAMESPACE sethostname', 'ok' if os.waitstatus_to_exitcode(st) == 0 else 'failed')
+ctypes.set_errno(0)
+child_or_report(libc.syscall(ctypes.c_long(SYS_CLONE), ctypes.c_long(NEWUSER | NEWUTS | SIGCHLD), ctypes.c_long(0), ctypes.c_long(0), ctypes.c_long(0), ctypes.c_long(0)), 'clone')
+args = (ctypes.c_uint64 * 8)(NEWUSER | NEWUTS, 0, 0, 0, SIGCHLD, 0, 0, 0)
+ctypes.set_errno(0)
+child_or_report(libc.syscall(ctypes.c_long(SYS_CLONE3), ctypes.byref(args), ctypes.c_long(64)), 'clone3')
+if ONLY_CLONE == 0:
+    ctypes.set_errno(0)
+    print('unshare', libc.unshare(NEWUSER), 'errno', ctypes.get_errno())
+    ctypes.set_errno(0)
+    print('setns', libc.setns(-1, 0), 'errno', ctypes.get_errno())
+"#
+    .replace("SYS_CLONE3", &libc::SYS_clone3.to_string())
+    .replace("SYS_CLONE", &libc::SYS_clone.to_string())
+}
+
+/// Can an unprivileged process on this host create a user + UTS namespace?
+/// The attack's clone part is run uncontained as `nobody` (dropped to it
+/// when the tests run as root); `Err` says why not.
+fn host_allows_unprivileged_userns() -> Result<(), String> {
+    use std::os::unix::process::CommandExt;
+    let src = namespace_attack().replace("ONLY_CLONE", "1");
+    let mut cmd = std::process::Command::new("/usr/bin/python3");
+    cmd.arg("-c").arg(&src).current_dir("/");
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        cmd.uid(65534).gid(65534); // std drops the supplementary groups too
+    }
+    let out = cmd.output().map_err(|e| format!("python3 could not be started: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    if text.contains("clone NAMESPACE sethostname ok") {
+        Ok(())
+    } else {
+        Err(format!("an unprivileged process here cannot create a user namespace ({}{})", text.trim(), String::from_utf8_lossy(&out.stderr).trim()))
+    }
+}
+
+#[tokio::test]
+async fn code_cannot_create_namespaces() {
+    // The control: the same program, uncontained and unprivileged, does get
+    // its namespaces here; otherwise the refusal below would prove nothing.
+    if let Err(why) = host_allows_unprivileged_userns() {
+        eprintln!("code_cannot_create_namespaces: SKIPPED: {why}");
+        return;
+    }
+    let r = run(Language::Python, &namespace_attack().replace("ONLY_CLONE", "0"), &cfg()).await;
+    let out = &r.stdout.text;
+    assert_eq!(r.exit_code, Some(0), "{r:?}");
+    assert!(!out.contains("NAMESPACE"), "a namespace was created inside the sandbox: {r:?}");
+    assert!(out.contains(&format!("clone refused errno {}", libc::EPERM)), "{r:?}");
+    assert!(out.contains(&format!("clone3 refused errno {}", libc::ENOSYS)), "{r:?}");
+    assert!(out.contains(&format!("unshare -1 errno {}", libc::EPERM)), "{r:?}");
+    // Without the filter setns(-1) fails with EBADF; EPERM means it was refused first.
+    assert!(out.contains(&format!("setns -1 errno {}", libc::EPERM)), "{r:?}");
+}
+
+#[tokio::test]
+async fn code_threads_fork_and_subprocess_still_work() {
+    // glibc starts threads and posix_spawn children with clone3 first; with
+    // clone3 answering ENOSYS they must fall back to clone and work.
+    let src = r#"import os, subprocess, threading
+got = []
+ts = [threading.Thread(target=got.append, args=(i,)) for i in range(4)]
+for t in ts: t.start()
+for t in ts: t.join()
+print('threads', sorted(got))
+print('subprocess', subprocess.run(['/bin/sh', '-c', 'echo from-child'], capture_output=True, text=True).stdout.strip())
+pid = os.fork()
+if pid == 0:
+    os._exit(7)
+print('fork', os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+"#;
+    let r = run(Language::Python, src, &cfg()).await;
+    assert_eq!(r.stdout.text, "threads [0, 1, 2, 3]\nsubprocess from-child\nfork 7\n", "{r:?}");
+    // And a shell pipeline with a background job (fork + exec under sh).
+    let r = run(Language::Sh, "(echo a; echo b) | wc -l & wait", &cfg()).await;
+    assert_eq!(r.stdout.text.trim(), "2", "{r:?}");
+}
