@@ -10,6 +10,16 @@
 //! (`.git/`, `.env*`, key and credential files), so `notes.txt -> .env` is
 //! refused too.
 //!
+//! Walks are bounded three ways, so a huge or hostile folder costs at most
+//! a known amount of time and memory: every directory entry looked at counts
+//! against [`FileLimits::max_visited`] (skipped ones too: binary, too large,
+//! denied, symlinks, folders), a search opens at most
+//! [`FileLimits::max_files`] files, and every listing and search stops at
+//! [`FileLimits::deadline`]. A folder is read only as far as the budget goes
+//! (never wholly into memory). What was found so far is returned, with
+//! [`Limit`] saying which bound stopped it. The calls are blocking: the
+//! registry runs them on tokio's blocking pool.
+//!
 //! Only regular files are read: the type is checked through the handle
 //! without opening (a FIFO is never opened), the open itself uses
 //! `O_NONBLOCK | O_NOFOLLOW`, and the opened file is checked again (fstat), so
@@ -17,6 +27,7 @@
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Component, Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, OpenOptions};
@@ -36,8 +47,17 @@ pub struct FileLimits {
     pub max_entries: usize,
     /// Most matches `search_files` returns. Default 100.
     pub max_matches: usize,
-    /// Most files `search_files` opens. Default 5000.
+    /// Most files `search_files` opens (searched, or opened and found
+    /// binary). Default 5000.
     pub max_files: usize,
+    /// Most directory entries one listing or search looks at, whatever
+    /// becomes of them (listed, searched, skipped as binary, too large,
+    /// denied or a symlink, descended into). Default 20,000.
+    pub max_visited: usize,
+    /// Wall-clock limit of one listing or search; what was found by then is
+    /// returned. Default 3 s.
+    #[serde(with = "crate::http::duration_millis")]
+    pub deadline: Duration,
     /// Files larger than this are skipped by `search_files`. Default 2 MiB.
     pub max_search_file_bytes: u64,
     /// Deepest directory level `search_files` descends to. Default 16.
@@ -54,10 +74,72 @@ impl Default for FileLimits {
             max_entries: 500,
             max_matches: 100,
             max_files: 5000,
+            max_visited: 20_000,
+            deadline: Duration::from_secs(3),
             max_search_file_bytes: 2 << 20,
             max_depth: 16,
             max_line_chars: 240,
         }
+    }
+}
+
+/// The bound that stopped a listing or a search before it was complete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Limit {
+    /// The listing has its page ([`FileLimits::max_entries`]).
+    Entries,
+    /// The search has [`FileLimits::max_matches`] matches.
+    Matches,
+    /// The search opened [`FileLimits::max_files`] files.
+    Files,
+    /// [`FileLimits::max_visited`] directory entries were looked at.
+    Visited,
+    /// [`FileLimits::deadline`] passed.
+    Deadline,
+}
+
+impl Limit {
+    /// A note for the model and the UI: which bound stopped the walk, and
+    /// that what came back is partial.
+    pub fn note(self, limits: &FileLimits) -> String {
+        let why = match self {
+            Limit::Entries => format!("the listing stopped at its {}-entry page", limits.max_entries),
+            Limit::Matches => format!("the search stopped at {} matches", limits.max_matches),
+            Limit::Files => format!("the search stopped after opening {} files", limits.max_files),
+            Limit::Visited => format!("stopped after looking at {} entries", limits.max_visited),
+            Limit::Deadline => format!("stopped at the {} ms time limit", limits.deadline.as_millis()),
+        };
+        format!("{why}; the result is partial (narrow the path or the pattern)")
+    }
+}
+
+/// Time and entry budget of one walk.
+struct Budget {
+    until: Instant,
+    visited: usize,
+    max_visited: usize,
+}
+
+impl Budget {
+    fn new(limits: &FileLimits) -> Budget {
+        Budget { until: Instant::now() + limits.deadline, visited: 0, max_visited: limits.max_visited }
+    }
+
+    /// Count one more entry; `Err` with the bound when there is no room for it.
+    fn visit(&mut self) -> Result<(), Limit> {
+        if Instant::now() >= self.until {
+            return Err(Limit::Deadline);
+        }
+        if self.visited >= self.max_visited {
+            return Err(Limit::Visited);
+        }
+        self.visited += 1;
+        Ok(())
+    }
+
+    fn check_time(&self) -> Result<(), Limit> {
+        if Instant::now() >= self.until { Err(Limit::Deadline) } else { Ok(()) }
     }
 }
 
@@ -287,24 +369,42 @@ pub struct Entry {
 pub struct Listing {
     /// The folder listed (relative to the root).
     pub path: String,
-    /// Entries, sorted by name.
+    /// Entries, sorted by name. When the listing was cut, these are the
+    /// first ones the folder returned (sorted), not the alphabetically first:
+    /// finding those would mean reading the whole folder.
     pub entries: Vec<Entry>,
-    /// Entries left out because they are on the deny-list.
+    /// Entries left out because they are on the deny-list (among those read).
     pub hidden: usize,
-    /// True when cut at `max_entries`.
+    /// True when the folder has more than was read.
     pub truncated: bool,
+    /// Which bound cut the listing, when one did.
+    pub stopped_by: Option<Limit>,
+    /// What the cut means, for the model.
+    pub note: Option<String>,
 }
 
-/// List one folder.
+/// List one folder, reading it only as far as the page (and the budget) goes.
 ///
 /// # Errors
 /// Refusals for paths outside or denied; [`ToolError::NotFound`] / [`ToolError::Io`].
 pub fn list(ws: &Workspace, args: &ListArgs) -> Result<Listing, ToolError> {
     let (r, rel) = resolve(ws, args.root.as_deref(), &args.path)?;
+    let lim = &ws.limits;
+    let mut budget = Budget::new(lim);
     let mut entries = Vec::new();
     let mut hidden = 0;
+    let mut stopped_by = None;
     for e in r.dir.read_dir(&rel).map_err(|e| lookup_err(&args.path, &e))? {
         let e = e.map_err(|e| io_err(&args.path, &e))?;
+        if entries.len() == lim.max_entries {
+            // One entry past the page: the folder has more.
+            stopped_by = Some(Limit::Entries);
+            break;
+        }
+        if let Err(limit) = budget.visit() {
+            stopped_by = Some(limit);
+            break;
+        }
         let name = e.file_name().to_string_lossy().into_owned();
         if denied_name(&name).is_some() {
             hidden += 1;
@@ -315,9 +415,14 @@ pub fn list(ws: &Workspace, args: &ListArgs) -> Result<Listing, ToolError> {
         entries.push(Entry { name, kind: kind_name(&ft).into(), size });
     }
     entries.sort_by(|a, b| a.name.cmp(&b.name));
-    let truncated = entries.len() > ws.limits.max_entries;
-    entries.truncate(ws.limits.max_entries);
-    Ok(Listing { path: rel.display().to_string(), entries, hidden, truncated })
+    Ok(Listing {
+        path: rel.display().to_string(),
+        entries,
+        hidden,
+        truncated: stopped_by.is_some(),
+        stopped_by,
+        note: stopped_by.map(|l| l.note(lim)),
+    })
 }
 
 /// Arguments of `read_file`.
@@ -426,13 +531,19 @@ pub struct SearchResult {
     pub files_searched: usize,
     /// Files skipped: too large, binary, denied, not regular, symlinks.
     pub files_skipped: usize,
-    /// True when a limit (matches, files) stopped the search early.
+    /// Directory entries looked at (files, folders, skipped ones).
+    pub entries_visited: usize,
+    /// True when a limit stopped the search early.
     pub truncated: bool,
+    /// Which bound stopped it, when one did.
+    pub stopped_by: Option<Limit>,
+    /// What the stop means, for the model.
+    pub note: Option<String>,
 }
 
-/// Search files under a folder, bounded by the limits. Symlinks are not
-/// followed, denied names are skipped, binary files (NUL in the first 8 KiB)
-/// are skipped.
+/// Search files under a folder, bounded by the limits (see the module
+/// docs). Symlinks are not followed, denied names are skipped, binary files
+/// (NUL in the first 8 KiB) are skipped.
 ///
 /// # Errors
 /// [`ToolError::InvalidPattern`]; refusals for the start folder.
@@ -449,15 +560,48 @@ pub fn search(ws: &Workspace, args: &SearchArgs) -> Result<SearchResult, ToolErr
         .map_err(|e| ToolError::InvalidPattern(e.to_string()))?;
     let (r, start) = resolve(ws, args.root.as_deref(), &args.path)?;
     let lim = &ws.limits;
-    let mut out = SearchResult { matches: Vec::new(), files_searched: 0, files_skipped: 0, truncated: false };
+    let mut budget = Budget::new(lim);
+    let mut out = SearchResult {
+        matches: Vec::new(),
+        files_searched: 0,
+        files_skipped: 0,
+        entries_visited: 0,
+        truncated: false,
+        stopped_by: None,
+        note: None,
+    };
+    let stopped = walk(r, start, lim, &mut budget, &re, &mut out).err();
+    out.entries_visited = budget.visited;
+    out.truncated = stopped.is_some();
+    out.stopped_by = stopped;
+    out.note = stopped.map(|l| l.note(lim));
+    Ok(out)
+}
+
+/// The search's walk: depth first, names sorted within each folder. Returns
+/// the bound that stopped it, if one did.
+fn walk(r: &Root, start: PathBuf, lim: &FileLimits, budget: &mut Budget, re: &regex::Regex, out: &mut SearchResult) -> Result<(), Limit> {
     let mut stack: Vec<(PathBuf, usize)> = vec![(start, 0)];
-    'walk: while let Some((dir_rel, depth)) = stack.pop() {
+    let mut opened = 0usize;
+    while let Some((dir_rel, depth)) = stack.pop() {
         let Ok(rd) = r.dir.read_dir(&dir_rel) else { continue };
-        let mut names: Vec<_> = rd.filter_map(Result::ok).collect();
-        names.sort_by_key(|e| e.file_name());
+        // Read no more of the folder than the budget allows, so a folder of
+        // a million entries is never held in memory; sort what was read.
+        let mut names = Vec::new();
+        let mut cut = None;
+        for e in rd.filter_map(Result::ok) {
+            if let Err(limit) = budget.visit() {
+                cut = Some(limit);
+                break;
+            }
+            names.push((e.file_name(), e));
+        }
+        // Names taken once: sorting by `file_name()` would allocate in every comparison.
+        names.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let mut subdirs = Vec::new();
-        for e in names {
-            let name = e.file_name().to_string_lossy().into_owned();
+        for (name, e) in names {
+            budget.check_time()?;
+            let name = name.to_string_lossy().into_owned();
             let rel = if dir_rel == Path::new(".") { PathBuf::from(&name) } else { dir_rel.join(&name) };
             let Ok(ft) = e.file_type() else { continue };
             if denied_name(&name).is_some() || ft.is_symlink() {
@@ -470,44 +614,53 @@ pub fn search(ws: &Workspace, args: &SearchArgs) -> Result<SearchResult, ToolErr
                 }
                 continue;
             }
-            if !ft.is_file() {
+            if !ft.is_file() || e.metadata().map(|m| m.len()).unwrap_or(u64::MAX) > lim.max_search_file_bytes {
                 out.files_skipped += 1;
                 continue;
             }
-            if out.files_searched >= lim.max_files {
-                out.truncated = true;
-                break 'walk;
+            if opened >= lim.max_files {
+                return Err(Limit::Files);
             }
+            opened += 1;
             let shown = rel.display().to_string();
-            let Ok(mut f) = open_regular(&r.dir, &rel, &shown) else {
+            let Some(text) = read_text(&r.dir, &rel, &shown, lim.max_search_file_bytes) else {
                 out.files_skipped += 1;
                 continue;
             };
-            if f.metadata().map(|m| m.len()).unwrap_or(u64::MAX) > lim.max_search_file_bytes {
-                out.files_skipped += 1;
-                continue;
-            }
-            let mut buf = Vec::new();
-            if (&mut f).take(lim.max_search_file_bytes).read_to_end(&mut buf).is_err() || buf[..buf.len().min(8192)].contains(&0) {
-                out.files_skipped += 1;
-                continue;
-            }
             out.files_searched += 1;
-            let text = String::from_utf8_lossy(&buf);
             for (i, line) in text.lines().enumerate() {
                 if re.is_match(line) {
                     if out.matches.len() >= lim.max_matches {
-                        out.truncated = true;
-                        break 'walk;
+                        return Err(Limit::Matches);
                     }
                     out.matches.push(SearchMatch { path: shown.clone(), line: i + 1, text: line.chars().take(lim.max_line_chars).collect() });
                 }
             }
         }
+        if let Some(limit) = cut {
+            return Err(limit);
+        }
         // Depth-first in name order: push reversed so the first name pops first.
         stack.extend(subdirs.into_iter().rev());
     }
-    Ok(out)
+    Ok(())
+}
+
+/// A file's text for searching: `None` when it cannot be opened as a
+/// regular file, is larger than `max` (it may have grown since it was
+/// listed), or is binary (a NUL in its first 8 KiB, read before the rest).
+fn read_text(dir: &Dir, rel: &Path, shown: &str, max: u64) -> Option<String> {
+    let mut f = open_regular(dir, rel, shown).ok()?;
+    if f.metadata().map(|m| m.len()).unwrap_or(u64::MAX) > max {
+        return None;
+    }
+    let mut buf = Vec::new();
+    (&mut f).take(8192).read_to_end(&mut buf).ok()?;
+    if buf.contains(&0) {
+        return None;
+    }
+    (&mut f).take(max.saturating_sub(buf.len() as u64)).read_to_end(&mut buf).ok()?;
+    Some(String::from_utf8_lossy(&buf).into_owned())
 }
 
 #[cfg(test)]

@@ -162,3 +162,144 @@ fn files_without_workspace_refuse() {
     let w = Workspace::open(&[], FileLimits::default()).unwrap();
     assert_eq!(read(&w, "ok.txt").unwrap_err().code(), "no_workspace");
 }
+
+/// 100,000 generated files in one folder: half binary (skipped, but opened
+/// to find out), half text. Every listing and search comes back within its
+/// deadline with a note naming the bound that stopped it.
+#[test]
+fn files_100k_entries_bounded_by_budget_and_deadline() {
+    use mf_tools::files::Limit;
+    use std::time::Instant;
+    let ws = tempfile::tempdir().unwrap();
+    let many = ws.path().join("many");
+    std::fs::create_dir(&many).unwrap();
+    let made = Instant::now();
+    for i in 0..100_000 {
+        let (name, body): (String, &[u8]) =
+            if i % 2 == 0 { (format!("b{i:06}.bin"), b"\0binary") } else { (format!("t{i:06}.txt"), b"plain text\n") };
+        std::fs::write(many.join(name), body).unwrap();
+    }
+    std::fs::write(many.join("t099999.txt"), "the needle\n").unwrap();
+    eprintln!("made 100,000 files in {:?}", made.elapsed());
+    let open = |f: &dyn Fn(&mut FileLimits)| {
+        let mut l = FileLimits::default();
+        f(&mut l);
+        Workspace::open(&[ws.path().to_path_buf()], l).unwrap()
+    };
+    let search = |w: &Workspace| {
+        files::search(w, &SearchArgs { pattern: "needle".into(), regex: false, ignore_case: false, path: "many".into(), root: None }).unwrap()
+    };
+    let timed = |what: &str, deadline: Duration, f: &dyn Fn() -> (Option<Limit>, Option<String>)| {
+        let t = Instant::now();
+        let (stopped, note) = f();
+        let took = t.elapsed();
+        eprintln!("{what}: {took:?}, stopped by {stopped:?}: {}", note.as_deref().unwrap_or("-"));
+        assert!(took < deadline + Duration::from_millis(500), "{what} took {took:?}, deadline {deadline:?}");
+        (stopped, note)
+    };
+    let deadline = FileLimits::default().deadline;
+
+    // Listing: one page, read no further.
+    let w = open(&|_| {});
+    let (stopped, note) = timed("list", deadline, &|| {
+        let l = files::list(&w, &ListArgs { path: "many".into(), root: None }).unwrap();
+        assert_eq!(l.entries.len(), 500);
+        assert!(l.truncated);
+        (l.stopped_by, l.note)
+    });
+    assert_eq!(stopped, Some(Limit::Entries));
+    assert!(note.unwrap().contains("500-entry page"));
+
+    // Default search: binary files are opened to be skipped, and count: the
+    // 5000-file bound stops it long before the folder's end.
+    let (stopped, _) = timed("search (defaults)", deadline, &|| {
+        let s = search(&w);
+        assert_eq!(s.files_skipped + s.files_searched, 5000, "{s:?}");
+        assert!(s.matches.is_empty());
+        (s.stopped_by, s.note)
+    });
+    assert_eq!(stopped, Some(Limit::Files));
+
+    // Every file skipped without being opened (all too large): the entry
+    // budget still stops the walk.
+    let w = open(&|l| l.max_search_file_bytes = 1);
+    let (stopped, note) = timed("search (all skipped)", deadline, &|| {
+        let s = search(&w);
+        assert_eq!((s.files_searched, s.files_skipped, s.entries_visited), (0, 20_000, 20_000), "{s:?}");
+        (s.stopped_by, s.note)
+    });
+    assert_eq!(stopped, Some(Limit::Visited));
+    assert!(note.unwrap().contains("20000 entries"));
+
+    // No count bounds, a short deadline: the deadline stops it, with what it found.
+    let short = Duration::from_millis(300);
+    let w = open(&|l| {
+        l.max_visited = usize::MAX;
+        l.max_files = usize::MAX;
+        l.deadline = short;
+    });
+    let (stopped, note) = timed("search (deadline)", short, &|| {
+        let s = search(&w);
+        assert!(s.entries_visited < 100_001, "{s:?}");
+        (s.stopped_by, s.note)
+    });
+    assert_eq!(stopped, Some(Limit::Deadline));
+    assert!(note.unwrap().contains("300 ms time limit"));
+    let w0 = open(&|l| l.deadline = Duration::ZERO);
+    let l = files::list(&w0, &ListArgs { path: "many".into(), root: None }).unwrap();
+    assert_eq!((l.entries.len(), l.stopped_by), (0, Some(Limit::Deadline)));
+
+    // With room for all of it, the search does finish, and counts every file.
+    let long = Duration::from_secs(120);
+    let w = open(&|l| {
+        l.max_visited = 200_000;
+        l.max_files = 200_000;
+        l.deadline = long;
+    });
+    let (stopped, _) = timed("search (complete)", long, &|| {
+        let s = search(&w);
+        assert_eq!((s.files_searched, s.files_skipped, s.entries_visited), (50_000, 50_000, 100_000), "{s:?}");
+        assert_eq!(s.matches.len(), 1);
+        assert_eq!(s.matches[0].path, "many/t099999.txt");
+        (s.stopped_by, s.note)
+    });
+    assert_eq!(stopped, None);
+
+    // Through the registry the walk runs on the blocking pool: a
+    // single-threaded runtime keeps ticking while a search runs to its deadline.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let mut limits = FileLimits::default();
+        limits.max_visited = usize::MAX;
+        limits.max_files = usize::MAX;
+        limits.deadline = Duration::from_millis(1500);
+        let reg = mf_tools::ToolRegistry::new(mf_tools::ToolSettings {
+            workspace: vec![ws.path().to_path_buf()],
+            file_limits: limits,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+        let ticks = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let t2 = ticks.clone();
+        let ticker = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                t2.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        });
+        let t = Instant::now();
+        let out = reg.run("c1", mf_tools::SEARCH_FILES, r#"{"pattern":"needle","path":"many"}"#, None).await.unwrap();
+        let took = t.elapsed();
+        ticker.abort();
+        let n = ticks.load(std::sync::atomic::Ordering::Relaxed) as u128;
+        let mf_tools::ToolOutput::Search(s) = &out else { panic!("{out:?}") };
+        assert!(s.files_searched + s.files_skipped > 1000, "{s:?}");
+        if s.stopped_by == Some(Limit::Deadline) {
+            assert!(out.truncation_note().unwrap().contains("1500 ms time limit"));
+        }
+        // Had the walk run on the runtime's only thread, no tick could happen until it ended.
+        assert!(took > Duration::from_millis(200), "too quick to tell: {took:?}");
+        assert!(n * 2 * 50 >= took.as_millis() - 100, "the runtime was blocked: {n} ticks of 50 ms in {took:?}");
+    });
+}
