@@ -16,11 +16,14 @@
 //! decompression and cut at [`HttpLimits::max_bytes`]; the whole exchange,
 //! redirects included, runs under one [`HttpLimits::timeout`].
 //!
-//! Loopback, private and metadata addresses are reachable only when the user
-//! allows them: `allow_loopback: true` opens loopback (127/8, `::1`) and names
-//! resolving to it, and an allow-list entry naming a host (e.g.
-//! `127.0.0.1:8080` or `intranet.example`) opens that host whatever it
-//! resolves to.
+//! Private, link-local (cloud metadata) and the other blocked ranges are
+//! never reachable, whatever the allow-list says: an entry only narrows which
+//! public hosts may be reached, so `*.example.com` does not open a subdomain
+//! that resolves to 10.x or 127.0.0.1. Loopback is the one exception, and
+//! only when it is allowed on its own: `allow_loopback: true` opens loopback
+//! (127/8, `::1`) and names resolving to it, and an exact entry that *is*
+//! loopback (`127.0.0.1:8080`, `[::1]:9`, `localhost:8080`) opens that
+//! address (never a wildcard entry, never another name).
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -67,9 +70,10 @@ impl Default for HttpLimits {
 #[serde(default)]
 pub struct HttpPolicy {
     /// `None`: any public host. `Some(list)`: only these. Entries are `host`,
-    /// `host:port`, `*.domain` (subdomains), `1.2.3.4:80` or `[::1]:80`. A listed
-    /// host may resolve to private/loopback addresses: listing it is the user's
-    /// explicit permission.
+    /// `host:port`, `*.domain` (subdomains), `1.2.3.4:80` or `[::1]:80`.
+    /// Listing a host does not open private or link-local addresses; an exact
+    /// loopback entry (`127.0.0.1:8080`, `localhost:8080`) opens loopback for
+    /// that entry only.
     pub allowed_hosts: Option<Vec<String>>,
     /// Let loopback addresses (127.0.0.0/8, ::1) and names resolving to them
     /// through. Off by default.
@@ -246,6 +250,11 @@ impl HostRule {
         }
     }
 
+    /// An exact entry that names loopback itself: a loopback address or `localhost`.
+    fn is_loopback_entry(&self) -> bool {
+        self.host == "localhost" || self.host.parse::<IpAddr>().is_ok_and(is_loopback)
+    }
+
     fn matches_host(&self, host: &str) -> bool {
         match self.host.strip_prefix("*.") {
             Some(domain) => host.len() > domain.len() + 1 && host.ends_with(&format!(".{domain}")),
@@ -254,7 +263,8 @@ impl HostRule {
     }
 }
 
-/// Normalised host string used for allow-list matching.
+/// Normalised host string used for allow-list matching (lower case, no
+/// trailing dot, IPv6 without brackets).
 fn host_key(host: &Host<&str>) -> String {
     match host {
         Host::Domain(d) => d.trim_end_matches('.').to_ascii_lowercase(),
@@ -295,10 +305,21 @@ impl Guard {
         })
     }
 
-    /// May a connection go to `ip` for `host`?
-    fn check_ip(&self, host: &str, ip: IpAddr, listed: bool) -> Result<(), ToolError> {
+    /// Is there an exact loopback entry for this host (and port, if given)?
+    fn loopback_listed(&self, host: &str, port: Option<u16>) -> bool {
+        self.rules.as_ref().is_some_and(|rules| {
+            rules.iter().any(|r| {
+                r.is_loopback_entry() && r.host == host && (r.port.is_none() || port.is_none() || r.port == port)
+            })
+        })
+    }
+
+    /// May a connection go to `ip` for `host`? Blocked ranges are refused
+    /// whatever the allow-list says; loopback passes only when allowed on its
+    /// own (`allow_loopback`, or `loopback_listed` for this host).
+    fn check_ip(&self, host: &str, ip: IpAddr, loopback_listed: bool) -> Result<(), ToolError> {
         let Some(range) = blocked_range(ip) else { return Ok(()) };
-        if listed || (self.allow_loopback && is_loopback(ip)) {
+        if is_loopback(ip) && (self.allow_loopback || loopback_listed) {
             return Ok(());
         }
         Err(ToolError::AddressBlocked { host: host.to_string(), addr: ip.to_string(), range: range.to_string() })
@@ -324,9 +345,10 @@ impl Guard {
             };
             return Err(ToolError::HostNotAllowed(shown));
         }
+        let loopback_listed = self.loopback_listed(&key, port);
         match host {
-            Host::Ipv4(ip) => self.check_ip(&key, IpAddr::V4(ip), listed),
-            Host::Ipv6(ip) => self.check_ip(&key, IpAddr::V6(ip), listed),
+            Host::Ipv4(ip) => self.check_ip(&key, IpAddr::V4(ip), loopback_listed),
+            Host::Ipv6(ip) => self.check_ip(&key, IpAddr::V6(ip), loopback_listed),
             Host::Domain(_) => Ok(()),
         }
     }
@@ -341,6 +363,29 @@ impl Guard {
 struct GuardedResolver {
     guard: Arc<Guard>,
     refused: Arc<Mutex<Option<ToolError>>>,
+    lookup: Lookup,
+}
+
+/// Where host names are looked up: the system resolver, or (for tests, and
+/// anyone who needs to pin names) a fixed table. Either way every answer
+/// passes the same guard.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Lookup {
+    /// The system resolver (DNS, `/etc/hosts`).
+    #[default]
+    System,
+    /// Names (lower case, no trailing dot) and their addresses; a name not in
+    /// the table has no address.
+    Fixed(BTreeMap<String, Vec<IpAddr>>),
+}
+
+impl Lookup {
+    async fn addrs(&self, host: &str) -> std::io::Result<Vec<SocketAddr>> {
+        match self {
+            Lookup::System => Ok(tokio::net::lookup_host((host, 0)).await?.collect()),
+            Lookup::Fixed(table) => Ok(table.get(host).into_iter().flatten().map(|ip| SocketAddr::new(*ip, 0)).collect()),
+        }
+    }
 }
 
 impl reqwest::dns::Resolve for GuardedResolver {
@@ -348,11 +393,12 @@ impl reqwest::dns::Resolve for GuardedResolver {
         let guard = self.guard.clone();
         let refused = self.refused.clone();
         let host = name.as_str().trim_end_matches('.').to_ascii_lowercase();
+        let lookup = self.lookup.clone();
         Box::pin(async move {
-            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-            let listed = guard.listed(&host, None);
+            let addrs: Vec<SocketAddr> = lookup.addrs(&host).await?;
+            let loopback_listed = guard.loopback_listed(&host, None);
             for a in &addrs {
-                if let Err(e) = guard.check_ip(&host, a.ip(), listed) {
+                if let Err(e) = guard.check_ip(&host, a.ip(), loopback_listed) {
                     let msg = e.to_string();
                     if let Ok(mut slot) = refused.lock() {
                         *slot = Some(e);
@@ -382,6 +428,14 @@ const FORBIDDEN_HEADERS: &[&str] = &[
 /// resolved address or a header is not allowed; [`ToolError::Timeout`] or
 /// [`ToolError::Transport`] when the exchange fails.
 pub async fn run(args: &HttpArgs, policy: &HttpPolicy) -> Result<HttpResponse, ToolError> {
+    run_with_lookup(args, policy, Lookup::System).await
+}
+
+/// [`run`] with names looked up through `lookup`.
+///
+/// # Errors
+/// As [`run`].
+pub async fn run_with_lookup(args: &HttpArgs, policy: &HttpPolicy, lookup: Lookup) -> Result<HttpResponse, ToolError> {
     let limits = &policy.limits;
     let guard = Arc::new(Guard::new(policy)?);
     let url = Url::parse(&args.url).map_err(|e| ToolError::InvalidUrl(format!("`{}`: {e}", args.url)))?;
@@ -396,11 +450,7 @@ pub async fn run(args: &HttpArgs, policy: &HttpPolicy) -> Result<HttpResponse, T
         let value = reqwest::header::HeaderValue::from_str(v).map_err(|e| invalid(format!("header `{k}`: {e}")))?;
         headers.insert(name, value);
     }
-    let body: Option<(Vec<u8>, &str)> = match &args.body {
-        None | Some(serde_json::Value::Null) => None,
-        Some(serde_json::Value::String(s)) => Some((s.clone().into_bytes(), "text/plain; charset=utf-8")),
-        Some(v) => Some((serde_json::to_vec(v).map_err(|e| invalid(e.to_string()))?, "application/json")),
-    };
+    let body = request_body(args)?;
     if let Some((b, _)) = &body
         && b.len() > limits.max_request_bytes
     {
@@ -411,7 +461,7 @@ pub async fn run(args: &HttpArgs, policy: &HttpPolicy) -> Result<HttpResponse, T
     let client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
-        .dns_resolver(Arc::new(GuardedResolver { guard: guard.clone(), refused: refused.clone() }))
+        .dns_resolver(Arc::new(GuardedResolver { guard: guard.clone(), refused: refused.clone(), lookup }))
         .connect_timeout(limits.connect_timeout)
         .timeout(limits.timeout)
         .user_agent(concat!("measured-forgetting/", env!("CARGO_PKG_VERSION")))
@@ -428,6 +478,82 @@ pub async fn run(args: &HttpArgs, policy: &HttpPolicy) -> Result<HttpResponse, T
         (Err(_), Some(refusal)) => Err(refusal),
         (r, _) => r,
     }
+}
+
+/// The body as it is sent, with its default content type: a string as-is,
+/// any other JSON value as JSON.
+fn request_body(args: &HttpArgs) -> Result<Option<(Vec<u8>, &'static str)>, ToolError> {
+    Ok(match &args.body {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(s)) => Some((s.clone().into_bytes(), "text/plain; charset=utf-8")),
+        Some(v) => Some((serde_json::to_vec(v).map_err(|e| invalid(e.to_string()))?, "application/json")),
+    })
+}
+
+/// What a request would send out, for the approval prompt and the policy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outgoing {
+    /// `GET` or `POST`.
+    pub method: String,
+    /// The host the request goes to, as session approvals name it
+    /// ([`host_key_of`]): `api.example.com`, or `127.0.0.1:8080` with a port
+    /// that is not the scheme's default. `None` when the URL has no host.
+    pub host: Option<String>,
+    /// Bytes of data the request carries: the body as sent, or else the
+    /// query string (without the `?`). 0 when it carries none.
+    pub data_bytes: usize,
+    /// The body, or else the query string (with its `?`), as text; empty when none.
+    pub data: String,
+}
+
+impl Outgoing {
+    /// Does the request carry data (a body, or a query string)?
+    pub fn carries_data(&self) -> bool {
+        self.data_bytes > 0
+    }
+}
+
+/// What `args` would send, without sending it. A URL that does not parse
+/// gives `host: None` (the call is refused when it runs).
+pub fn outgoing(args: &HttpArgs) -> Outgoing {
+    let method = match args.method {
+        HttpMethod::Get => "GET",
+        HttpMethod::Post => "POST",
+    };
+    let url = Url::parse(&args.url).ok();
+    let host = url.as_ref().and_then(url_host_key);
+    let body = request_body(args).ok().flatten();
+    let (data_bytes, data) = match (body, url.as_ref().and_then(Url::query)) {
+        (Some((b, _)), _) => (b.len(), String::from_utf8_lossy(&b).into_owned()),
+        (None, Some(q)) if !q.is_empty() => (q.len(), format!("?{q}")),
+        (None, _) => (0, String::new()),
+    };
+    Outgoing { method: method.into(), host, data_bytes, data }
+}
+
+fn url_host_key(url: &Url) -> Option<String> {
+    let key = host_key(&url.host()?);
+    let key = if key.contains(':') { format!("[{key}]") } else { key };
+    Some(match url.port() {
+        Some(p) => format!("{key}:{p}"),
+        None => key,
+    })
+}
+
+/// The session-approval name of a host as a user or a UI gives it
+/// (`api.example.com`, `API.example.com.`, `127.0.0.1:8080`,
+/// `https://api.example.com/x`): the same form [`Outgoing::host`] has.
+/// `None` when it is not a host.
+pub fn host_key_of(entry: &str) -> Option<String> {
+    let e = entry.trim();
+    if e.is_empty() {
+        return None;
+    }
+    let url = if e.contains("://") { Url::parse(e).ok()? } else { Url::parse(&format!("http://{e}/")).ok()? };
+    if !matches!(url.scheme(), "http" | "https") {
+        return None;
+    }
+    url_host_key(&url)
 }
 
 fn invalid(message: String) -> ToolError {

@@ -9,7 +9,8 @@
 //! probes the code sandbox ([`code::probe`]) and offers
 //! [`ToolRegistry::descriptors`] (name, description, JSON Schema) for the
 //! model. The agent asks [`ToolRegistry::requirement`] whether a call needs
-//! approval ([`policy::ApprovalPolicy`]: read-only tools auto, code and
+//! approval ([`policy::ApprovalPolicy`]: read-only tools auto; code, data
+//! sent to a host not approved for the session ([`ToolRegistry::approve_host`]) and
 //! non-GET HTTP ask), gets the user's [`policy::Approval`] (bound to the
 //! call id and the sha256 of the canonical arguments; no answer = deny), and
 //! calls [`ToolRegistry::run`].

@@ -18,7 +18,15 @@ pub enum Mode {
     Deny,
 }
 
-/// Per-tool modes. Default: read-only tools auto, code and non-GET HTTP ask.
+/// Per-tool modes. Default: read-only tools auto, code and non-GET HTTP ask,
+/// and any HTTP request that carries data to a host not approved for the
+/// session asks.
+///
+/// How an `http` call's mode is decided: `deny` for its method wins; then a
+/// host the user approved for the session ([`crate::ToolRegistry::approve_host`])
+/// runs without asking; then a request carrying data (a body, or a query
+/// string, which can carry file contents as well as a body can) takes the
+/// stricter of its method's mode and `http_data`; else its method's mode.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ApprovalPolicy {
@@ -28,20 +36,35 @@ pub struct ApprovalPolicy {
     pub http_get: Mode,
     /// `http` with any other method.
     pub http_write: Mode,
+    /// `http` carrying data (a body or a query string) to a host not
+    /// approved for this session, whatever its method.
+    pub http_data: Mode,
     /// `run_code`.
     pub code: Mode,
 }
 
 impl Default for ApprovalPolicy {
     fn default() -> Self {
-        ApprovalPolicy { files: Mode::Auto, http_get: Mode::Auto, http_write: Mode::Ask, code: Mode::Ask }
+        ApprovalPolicy { files: Mode::Auto, http_get: Mode::Auto, http_write: Mode::Ask, http_data: Mode::Ask, code: Mode::Ask }
     }
 }
 
 impl ApprovalPolicy {
     /// The same mode for every tool (`--approve auto|ask|deny`).
     pub fn all(mode: Mode) -> Self {
-        ApprovalPolicy { files: mode, http_get: mode, http_write: mode, code: mode }
+        ApprovalPolicy { files: mode, http_get: mode, http_write: mode, http_data: mode, code: mode }
+    }
+}
+
+impl Mode {
+    /// The stricter of two modes (deny > ask > auto).
+    pub fn stricter(self, other: Mode) -> Mode {
+        let rank = |m: Mode| match m {
+            Mode::Auto => 0,
+            Mode::Ask => 1,
+            Mode::Deny => 2,
+        };
+        if rank(other) > rank(self) { other } else { self }
     }
 }
 
@@ -56,23 +79,47 @@ pub enum Decision {
 }
 
 /// A request for the user's approval of one call.
+///
+/// Show `summary` first (one line: what goes where), then `arguments`
+/// folded. For `http`, `host` is what to pass to
+/// [`crate::ToolRegistry::approve_host`] when the user approves the host for
+/// the session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ApprovalRequest {
     /// The call's id.
     pub call_id: String,
     /// Tool name.
     pub tool: String,
-    /// Canonical JSON of the arguments (keys sorted, no spaces): what the user sees.
+    /// One line for a person, what leaves first: for `http`
+    /// `POST api.example.com · 12,345 bytes · {"report": "…`, for `run_code`
+    /// `run_code python · 812 bytes · import csv…`.
+    pub summary: String,
+    /// For `http`: the host the request goes to (`api.example.com`, or
+    /// `127.0.0.1:8080` with a non-default port).
+    pub host: Option<String>,
+    /// Canonical JSON of the arguments (keys sorted, no spaces): the full
+    /// arguments, what the approval is bound to.
     pub arguments: String,
     /// sha256 (hex) of `tool`, a NUL byte and `arguments`.
     pub args_sha256: String,
 }
 
+/// Characters of data shown in a summary line.
+const PREVIEW_CHARS: usize = 60;
+
 impl ApprovalRequest {
     /// Build the request for a call.
     pub fn new(call_id: &str, tool: &str, args: &serde_json::Value) -> Self {
         let arguments = canonical_json(args);
-        ApprovalRequest { call_id: call_id.into(), tool: tool.into(), args_sha256: args_hash(tool, &arguments), arguments }
+        let (summary, host) = summarize(tool, args, &arguments);
+        ApprovalRequest {
+            call_id: call_id.into(),
+            tool: tool.into(),
+            summary,
+            host,
+            args_sha256: args_hash(tool, &arguments),
+            arguments,
+        }
     }
 
     /// The user's approval of exactly this call.
@@ -95,6 +142,55 @@ pub struct Approval {
     pub args_sha256: String,
     /// Approved or denied.
     pub decision: Decision,
+}
+
+/// The summary line and, for `http`, the host.
+fn summarize(tool: &str, args: &serde_json::Value, canonical: &str) -> (String, Option<String>) {
+    match tool {
+        crate::HTTP => match serde_json::from_value::<crate::http::HttpArgs>(args.clone()) {
+            Ok(a) => {
+                let out = crate::http::outgoing(&a);
+                let host = out.host.clone().unwrap_or_else(|| format!("(no host in {})", preview(&a.url)));
+                let data = if out.carries_data() {
+                    format!("{} bytes · {}", thousands(out.data_bytes), preview(&out.data))
+                } else {
+                    "no data sent".to_string()
+                };
+                (format!("{} {host} · {data}", out.method), out.host)
+            }
+            Err(_) => (format!("{tool} · {}", preview(canonical)), None),
+        },
+        crate::RUN_CODE => {
+            let lang = args["language"].as_str().unwrap_or("?");
+            let code = args["code"].as_str().unwrap_or("");
+            (format!("{tool} {lang} · {} bytes · {}", thousands(code.len()), preview(code)), None)
+        }
+        _ => (format!("{tool} · {}", preview(canonical)), None),
+    }
+}
+
+/// The first line(s) of `text`, newlines shown as `⏎`, cut at
+/// [`PREVIEW_CHARS`] characters with `…`.
+fn preview(text: &str) -> String {
+    let flat: String = text.trim_start().chars().map(|c| if c == '\n' { '⏎' } else if c.is_control() { ' ' } else { c }).collect();
+    let mut out: String = flat.chars().take(PREVIEW_CHARS).collect();
+    if flat.chars().count() > PREVIEW_CHARS {
+        out.push('…');
+    }
+    out
+}
+
+/// `12345` → `12,345`.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 fn args_hash(tool: &str, canonical: &str) -> String {
@@ -148,6 +244,35 @@ fn write_canonical(v: &serde_json::Value, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn summary_line_says_what_leaves_first() {
+        let body = format!("{{\"report\": \"{}\"}}", "x".repeat(12_000));
+        let args = serde_json::json!({"url": "https://API.example.com./upload?x=1", "method": "POST", "body": body});
+        let r = ApprovalRequest::new("c1", crate::HTTP, &args);
+        let want = format!("POST api.example.com · {} bytes · {{\"report\": \"{}…", thousands(body.len()), "x".repeat(PREVIEW_CHARS - 12));
+        assert_eq!(r.summary, want);
+        assert_eq!(r.host.as_deref(), Some("api.example.com"));
+        // The full arguments are still there, and still what the approval binds.
+        assert!(r.arguments.contains(&"x".repeat(12_000)));
+        // A GET carries its query string; a port that is not the default is part of the host.
+        let r = ApprovalRequest::new("c2", crate::HTTP, &serde_json::json!({"url": "http://127.0.0.1:8931/s?q=secret%20notes"}));
+        assert_eq!(r.summary, "GET 127.0.0.1:8931 · 16 bytes · ?q=secret%20notes");
+        assert_eq!(r.host.as_deref(), Some("127.0.0.1:8931"));
+        let r = ApprovalRequest::new("c3", crate::HTTP, &serde_json::json!({"url": "http://[::1]/"}));
+        assert_eq!(r.summary, "GET [::1] · no data sent");
+        let r = ApprovalRequest::new("c4", crate::RUN_CODE, &serde_json::json!({"language": "python", "code": "import os\nprint(1)"}));
+        assert_eq!(r.summary, "run_code python · 18 bytes · import os⏎print(1)");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(thousands(999), "999");
+    }
+
+    #[test]
+    fn stricter_mode() {
+        assert_eq!(Mode::Auto.stricter(Mode::Ask), Mode::Ask);
+        assert_eq!(Mode::Deny.stricter(Mode::Ask), Mode::Deny);
+        assert_eq!(Mode::Ask.stricter(Mode::Auto), Mode::Ask);
+    }
 
     #[test]
     fn canonical_is_key_order_independent() {

@@ -1,7 +1,9 @@
 //! The tool list the agent hands to the model, and dispatch with the
 //! approval policy enforced.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -68,9 +70,11 @@ impl ToolOutput {
     pub fn truncation_note(&self) -> Option<String> {
         match self {
             ToolOutput::Http(r) => r.truncated.then(|| format!("body cut at {} bytes", r.body_bytes)),
-            ToolOutput::Listing(l) => l.truncated.then(|| format!("listing cut at {} entries", l.entries.len())),
+            ToolOutput::Listing(l) => l.note.clone().or_else(|| l.truncated.then(|| format!("listing cut at {} entries", l.entries.len()))),
             ToolOutput::FilePage(p) => p.next_offset.map(|n| format!("page of {} of {} bytes; continue with offset {n}", p.bytes, p.size)),
-            ToolOutput::Search(s) => s.truncated.then(|| format!("search stopped at {} matches / {} files", s.matches.len(), s.files_searched)),
+            ToolOutput::Search(s) => s.note.clone().or_else(|| {
+                s.truncated.then(|| format!("search stopped at {} matches / {} files", s.matches.len(), s.files_searched))
+            }),
             ToolOutput::Code(c) => c.note.clone(),
             ToolOutput::Mcp(m) => m.truncated.then(|| format!("result cut at {} of {} bytes", m.text.len(), m.bytes)),
         }
@@ -109,7 +113,10 @@ enum Parsed {
 /// The tools, configured; build once per investigation.
 #[derive(Debug)]
 pub struct ToolRegistry {
-    workspace: Workspace,
+    /// Shared with the blocking threads that walk it.
+    workspace: Arc<Workspace>,
+    /// Hosts the user approved for this session ([`ToolRegistry::approve_host`]).
+    approved_hosts: Mutex<BTreeSet<String>>,
     http: HttpPolicy,
     code: Option<CodeConfig>,
     /// `Ok(mechanism)` when the sandbox probe passed, else why not.
@@ -137,7 +144,8 @@ impl ToolRegistry {
             tracing::warn!(error = %e, "run_code unavailable");
         }
         Ok(ToolRegistry {
-            workspace,
+            workspace: Arc::new(workspace),
+            approved_hosts: Mutex::new(BTreeSet::new()),
             http: s.http,
             code: s.code,
             code_status,
@@ -178,6 +186,35 @@ impl ToolRegistry {
     /// The remembered MCP answers (the settings' plus those of this session).
     pub fn mcp_remembered(&self) -> McpApprovals {
         self.mcp.remembered()
+    }
+
+    /// Approve `host` for the rest of this registry's life (the session):
+    /// `http` calls to it then run without asking, data-carrying ones
+    /// included, unless the policy denies their method. Give the
+    /// [`ApprovalRequest::host`] of the call the user answered "approve this
+    /// host for the session" to (or a host as the user typed it:
+    /// `api.example.com`, `127.0.0.1:8080`). Approving a host does not open
+    /// an address the allow-list or the SSRF guard refuses. Returns the host
+    /// as it was recorded.
+    ///
+    /// # Errors
+    /// [`ToolError::InvalidArguments`] when `host` is not a host name or address.
+    pub fn approve_host(&self, host: &str) -> Result<String, ToolError> {
+        let key = http::host_key_of(host).ok_or_else(|| ToolError::InvalidArguments {
+            tool: HTTP.into(),
+            message: format!("`{host}` is not a host name or address"),
+        })?;
+        self.approved_hosts.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key.clone());
+        Ok(key)
+    }
+
+    /// The hosts approved for this session, sorted.
+    pub fn approved_hosts(&self) -> Vec<String> {
+        self.approved_hosts.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().cloned().collect()
+    }
+
+    fn host_approved(&self, host: Option<&str>) -> bool {
+        host.is_some_and(|h| self.approved_hosts.lock().unwrap_or_else(std::sync::PoisonError::into_inner).contains(h))
     }
 
     /// Why `run_code` is or is not available (the mechanism in words, or the refusal).
@@ -254,12 +291,24 @@ impl ToolRegistry {
 
     fn mode(&self, p: &Parsed) -> Mode {
         match p {
-            Parsed::Http(a) if a.method == HttpMethod::Get => self.policy.http_get,
-            Parsed::Http(_) => self.policy.http_write,
+            Parsed::Http(a) => self.http_mode(a),
             Parsed::List(_) | Parsed::Read(_) | Parsed::Search(_) => self.policy.files,
             Parsed::Code(_) => self.policy.code,
             Parsed::Mcp(t, _) => self.mcp.mode(&t.server, &t.tool),
         }
+    }
+
+    /// See [`ApprovalPolicy`] for the order of the rules.
+    fn http_mode(&self, a: &HttpArgs) -> Mode {
+        let base = if a.method == HttpMethod::Get { self.policy.http_get } else { self.policy.http_write };
+        if base == Mode::Deny {
+            return Mode::Deny;
+        }
+        let out = http::outgoing(a);
+        if self.host_approved(out.host.as_deref()) {
+            return Mode::Auto;
+        }
+        if out.carries_data() { base.stricter(self.policy.http_data) } else { base }
     }
 
     /// Does this call need the user's approval? Parses and validates the arguments.
@@ -301,9 +350,11 @@ impl ToolRegistry {
         }
         match p {
             Parsed::Http(a) => http::run(&a, &self.http).await.map(ToolOutput::Http),
-            Parsed::List(a) => files::list(&self.workspace, &a).map(ToolOutput::Listing),
-            Parsed::Read(a) => files::read(&self.workspace, &a).map(ToolOutput::FilePage),
-            Parsed::Search(a) => files::search(&self.workspace, &a).map(ToolOutput::Search),
+            // The file tools block (a walk lasts up to its deadline): run them
+            // on tokio's blocking pool, never on a runtime worker.
+            Parsed::List(a) => self.blocking(move |ws| files::list(ws, &a).map(ToolOutput::Listing)).await,
+            Parsed::Read(a) => self.blocking(move |ws| files::read(ws, &a).map(ToolOutput::FilePage)).await,
+            Parsed::Search(a) => self.blocking(move |ws| files::search(ws, &a).map(ToolOutput::Search)).await,
             Parsed::Code(a) => {
                 if let Err(e) = &self.code_status {
                     return Err(e.clone());
@@ -315,5 +366,15 @@ impl ToolRegistry {
             }
             Parsed::Mcp(t, args) => self.mcp.call(&t, args).await.map(ToolOutput::Mcp),
         }
+    }
+
+    async fn blocking(
+        &self,
+        f: impl FnOnce(&Workspace) -> Result<ToolOutput, ToolError> + Send + 'static,
+    ) -> Result<ToolOutput, ToolError> {
+        let ws = self.workspace.clone();
+        tokio::task::spawn_blocking(move || f(&ws))
+            .await
+            .unwrap_or_else(|e| Err(ToolError::Io { path: ".".into(), message: format!("the file tool stopped: {e}") }))
     }
 }

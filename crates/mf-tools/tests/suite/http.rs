@@ -283,3 +283,71 @@ fn http_names_resolving_to_blocked_addresses_refused() {
     // This thread's (and the host's) /etc/hosts was never changed.
     assert!(!std::fs::read_to_string("/etc/hosts").unwrap().contains("alias.test"));
 }
+
+/// Allow-list entries narrow, they never open a blocked range: a wildcard
+/// entry whose subdomains resolve (through a fixed lookup table, no DNS or
+/// /etc/hosts involved) to loopback, private or metadata addresses is
+/// refused, and so is an exact entry naming a private address. Loopback
+/// opens only when allowed on its own: `allow_loopback`, or an exact entry
+/// that is loopback itself.
+#[tokio::test]
+async fn http_allow_list_never_opens_private_or_loopback_addresses() {
+    use std::net::IpAddr;
+    let s = Server::start(|_, _| json_ok()).await;
+    let port = s.port;
+    let ip = |a: &str| -> Vec<IpAddr> { vec![a.parse().unwrap()] };
+    let table: std::collections::BTreeMap<String, Vec<IpAddr>> = [
+        ("api.example.test", ip("127.0.0.1")),
+        ("v6.example.test", ip("::1")),
+        ("intranet.example.test", ip("10.1.2.3")),
+        ("metadata.example.test", ip("169.254.169.254")),
+        ("mixed.example.test", vec!["93.184.216.34".parse().unwrap(), "127.0.0.1".parse().unwrap()]),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    let lookup = http::Lookup::Fixed(table);
+    let get = |url: String, p: HttpPolicy| {
+        let lookup = lookup.clone();
+        async move {
+            let args = HttpArgs { method: HttpMethod::Get, url, headers: Default::default(), body: None };
+            http::run_with_lookup(&args, &p, lookup).await
+        }
+    };
+    let listed = |entries: &[String]| HttpPolicy { allowed_hosts: Some(entries.to_vec()), ..Default::default() };
+    let names = ["api.example.test", "v6.example.test", "intranet.example.test", "metadata.example.test", "mixed.example.test"];
+    // A wildcard entry, alone or beside an exact loopback entry for the same port.
+    for p in [
+        listed(&["*.example.test".into()]),
+        listed(&[format!("*.example.test:{port}")]),
+        listed(&["*.example.test".into(), format!("127.0.0.1:{port}")]),
+        listed(&names.iter().map(|n| format!("{n}:{port}")).collect::<Vec<_>>()), // each by name
+    ] {
+        for name in names {
+            let e = get(format!("http://{name}:{port}/"), p.clone()).await.unwrap_err();
+            assert_eq!(e.code(), "address_blocked", "{name} under {:?}: {e}", p.allowed_hosts);
+        }
+    }
+    // An exact entry naming a private or metadata address does not open it either.
+    for addr in ["10.1.2.3", "169.254.169.254", "[fd00:ec2::254]"] {
+        let e = get(format!("http://{addr}/"), listed(&[addr.into()])).await.unwrap_err();
+        assert_eq!(e.code(), "address_blocked", "{addr}: {e}");
+    }
+    assert!(s.requests().is_empty(), "a refused request reached the server");
+
+    // Loopback allowed on its own: the exact loopback entry reaches the server...
+    let r = get(s.url("/exact"), listed(&[format!("127.0.0.1:{port}")])).await.unwrap();
+    assert_eq!(r.status, 200);
+    // ...and with allow_loopback the wildcard name does too (so the refusals
+    // above came from the guard, not from a failed lookup), but never 10.x or metadata.
+    let mut p = listed(&["*.example.test".into()]);
+    p.allow_loopback = true;
+    let r = get(format!("http://api.example.test:{port}/wild"), p.clone()).await.unwrap();
+    assert_eq!(r.status, 200);
+    for name in ["intranet.example.test", "metadata.example.test"] {
+        let e = get(format!("http://{name}:{port}/"), p.clone()).await.unwrap_err();
+        assert_eq!(e.code(), "address_blocked", "{name}: {e}");
+    }
+    let paths: Vec<String> = s.requests().iter().map(|r| r.split(' ').nth(1).unwrap_or("").to_string()).collect();
+    assert_eq!(paths, ["/exact", "/wild"]);
+}

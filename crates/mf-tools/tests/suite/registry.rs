@@ -162,3 +162,100 @@ async fn registry_without_containment_neither_offers_nor_runs_code() {
     assert_eq!(e.code(), "sandbox_unavailable");
     drop(s);
 }
+
+/// What leaves, and when the user is asked: a GET carrying a query string
+/// asks like a POST does, the prompt's first line names method, host, size
+/// and the start of the data, and "approve this host for the session" lets
+/// later calls to that host (and only that host) run without asking.
+#[tokio::test]
+async fn registry_data_to_a_new_host_asks_until_the_host_is_approved() {
+    let s = Server::start(|_, _| json_ok()).await;
+    let other = Server::start(|_, _| json_ok()).await;
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("data.txt"), "rows: 42").unwrap();
+    let reg = ToolRegistry::new(ToolSettings {
+        workspace: vec![ws.path().to_path_buf()],
+        http: HttpPolicy {
+            allowed_hosts: Some(vec![format!("127.0.0.1:{}", s.port), format!("127.0.0.1:{}", other.port)]),
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let host = format!("127.0.0.1:{}", s.port);
+
+    // A plain GET carries nothing: it runs.
+    let plain = format!(r#"{{"url":"{}"}}"#, s.url("/items"));
+    assert_eq!(reg.requirement("c1", HTTP, &plain).unwrap(), Requirement::Auto);
+    // A GET whose query string carries a file's contents asks, and says so first.
+    let leak = format!(r#"{{"url":"{}"}}"#, s.url("/log?d=rows%3A%2042%20secret"));
+    let req = ask(reg.requirement("c2", HTTP, &leak));
+    assert_eq!(req.summary, format!("GET {host} · 23 bytes · ?d=rows%3A%2042%20secret"));
+    assert_eq!(req.host.as_deref(), Some(host.as_str()));
+    assert_eq!(reg.run("c2", HTTP, &leak, None).await.unwrap_err().code(), "approval_required");
+    // A POST with a large body: the host and size come before the body.
+    let body = format!("{{\"report\": \"{}\"}}", "y".repeat(12_000));
+    let post = serde_json::json!({"method": "POST", "url": s.url("/upload"), "body": body}).to_string();
+    let preq = ask(reg.requirement("c3", HTTP, &post));
+    assert!(preq.summary.starts_with(&format!("POST {host} · 12,014 bytes · {{\"report\": \"yyy")), "{}", preq.summary);
+    assert!(preq.summary.ends_with('…') && preq.summary.chars().count() < 120, "{}", preq.summary);
+    assert!(preq.arguments.contains(&"y".repeat(12_000)), "the full arguments stay available");
+    assert_eq!(s.requests().len(), 0);
+
+    // The per-call approval still works for the call it was given for.
+    assert!(matches!(reg.run("c2", HTTP, &leak, Some(&req.approve())).await.unwrap(), ToolOutput::Http(r) if r.status == 200));
+
+    // "Approve this host for the session": later data-carrying calls to it run unasked...
+    assert_eq!(reg.approve_host(req.host.as_deref().unwrap()).unwrap(), host);
+    assert_eq!(reg.approved_hosts(), [host.clone()]);
+    assert_eq!(reg.requirement("c4", HTTP, &leak).unwrap(), Requirement::Auto);
+    assert_eq!(reg.requirement("c5", HTTP, &post).unwrap(), Requirement::Auto);
+    assert!(matches!(reg.run("c5", HTTP, &post, None).await.unwrap(), ToolOutput::Http(r) if r.status == 200));
+    assert_eq!(s.requests().len(), 2);
+    assert!(s.requests()[1].ends_with(&body));
+    // ...but not to another host (another port is another host), which still asks.
+    let elsewhere = format!(r#"{{"url":"{}"}}"#, other.url("/log?d=x"));
+    let oreq = ask(reg.requirement("c6", HTTP, &elsewhere));
+    assert_eq!(oreq.host, Some(format!("127.0.0.1:{}", other.port)));
+    assert_eq!(reg.run("c6", HTTP, &elsewhere, None).await.unwrap_err().code(), "approval_required");
+    assert!(other.requests().is_empty());
+    // Nonsense is not a host.
+    assert_eq!(reg.approve_host("not a host/").unwrap_err().code(), "invalid_arguments");
+
+    // A deny policy for the method still wins over an approved host.
+    let strict = ToolRegistry::new(ToolSettings {
+        http: HttpPolicy { allowed_hosts: Some(vec![host.clone()]), ..Default::default() },
+        policy: ApprovalPolicy { http_write: Mode::Deny, ..Default::default() },
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    strict.approve_host(&host).unwrap();
+    assert_eq!(strict.requirement("c7", HTTP, &post).unwrap_err().code(), "denied_by_policy");
+}
+
+/// Two approvals pending at once, answered in the opposite order: each
+/// answer reaches its own call, and swapped answers reach neither.
+#[tokio::test]
+async fn registry_two_pending_approvals_answered_out_of_order() {
+    let s = Server::start(|_, _| json_ok()).await;
+    let ws = tempfile::tempdir().unwrap();
+    let reg = registry(&s, ws.path(), ApprovalPolicy::default()).await;
+    let first = format!(r#"{{"method":"POST","url":"{}","body":"first"}}"#, s.url("/one"));
+    let second = format!(r#"{{"method":"POST","url":"{}","body":"second"}}"#, s.url("/two"));
+    let r1 = ask(reg.requirement("call-1", HTTP, &first));
+    let r2 = ask(reg.requirement("call-2", HTTP, &second));
+    // Swapped answers are refused.
+    assert_eq!(reg.run("call-1", HTTP, &first, Some(&r2.approve())).await.unwrap_err().code(), "approval_mismatch");
+    assert_eq!(reg.run("call-2", HTTP, &second, Some(&r1.approve())).await.unwrap_err().code(), "approval_mismatch");
+    assert!(s.requests().is_empty());
+    // The second is answered (denied) first, then the first (approved); both run concurrently.
+    let (no, yes) = (r2.deny(), r1.approve());
+    let (a, b) = tokio::join!(reg.run("call-2", HTTP, &second, Some(&no)), reg.run("call-1", HTTP, &first, Some(&yes)));
+    assert_eq!(a.unwrap_err().code(), "approval_denied");
+    assert!(matches!(b.unwrap(), ToolOutput::Http(r) if r.status == 200));
+    let seen = s.requests();
+    assert_eq!(seen.len(), 1);
+    assert!(seen[0].starts_with("POST /one ") && seen[0].ends_with("first"), "{}", seen[0]);
+}
