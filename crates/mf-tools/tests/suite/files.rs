@@ -269,10 +269,8 @@ fn files_100k_entries_bounded_by_budget_and_deadline() {
     // single-threaded runtime keeps ticking while a search runs to its deadline.
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async {
-        let mut limits = FileLimits::default();
-        limits.max_visited = usize::MAX;
-        limits.max_files = usize::MAX;
-        limits.deadline = Duration::from_millis(1500);
+        let limits =
+            FileLimits { max_visited: usize::MAX, max_files: usize::MAX, deadline: Duration::from_millis(1500), ..FileLimits::default() };
         let reg = mf_tools::ToolRegistry::new(mf_tools::ToolSettings {
             workspace: vec![ws.path().to_path_buf()],
             file_limits: limits,

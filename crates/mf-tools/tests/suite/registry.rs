@@ -208,7 +208,7 @@ async fn registry_data_to_a_new_host_asks_until_the_host_is_approved() {
 
     // "Approve this host for the session": later data-carrying calls to it run unasked...
     assert_eq!(reg.approve_host(req.host.as_deref().unwrap()).unwrap(), host);
-    assert_eq!(reg.approved_hosts(), [host.clone()]);
+    assert_eq!(reg.approved_hosts(), std::slice::from_ref(&host));
     assert_eq!(reg.requirement("c4", HTTP, &leak).unwrap(), Requirement::Auto);
     assert_eq!(reg.requirement("c5", HTTP, &post).unwrap(), Requirement::Auto);
     assert!(matches!(reg.run("c5", HTTP, &post, None).await.unwrap(), ToolOutput::Http(r) if r.status == 200));
