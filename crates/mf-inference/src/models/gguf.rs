@@ -2,8 +2,13 @@
 //! model list can say what each file is (architecture, training context,
 //! whether it carries a chat template) in milliseconds.
 //!
-//! Only the key/value section is read; arrays (the tokenizer's vocabulary) are
-//! skipped. Every length read from the file is bounded, so a corrupt or hostile
+//! The key/value section is read (arrays such as the tokenizer's vocabulary
+//! are skipped), then the tensor table, so the reader knows how many bytes
+//! the file must have: every count and length is checked against the file's
+//! size and the end of the last tensor's data must lie inside the file. A
+//! file that is not a GGUF, or a truncated copy of one (an interrupted copy
+//! or download), is reported with the reason before anything tries to load
+//! it. Every length read from the file is bounded, so a corrupt or hostile
 //! file yields an error, never a huge allocation.
 
 use std::io::{BufReader, Read, Seek, SeekFrom};
@@ -16,6 +21,12 @@ use serde::Serialize;
 pub struct GgufInfo {
     /// GGUF format version (2 or 3 in practice).
     pub version: u32,
+    /// Number of tensors in the file.
+    pub tensor_count: u64,
+    /// Number of metadata key/value entries.
+    pub metadata_count: u64,
+    /// Bytes the header and tensor table say the file needs (at most its size).
+    pub bytes_needed: u64,
     /// `general.architecture` (`llama`, `qwen3`, `gemma3`, ...).
     pub architecture: Option<String>,
     /// `general.name`.
@@ -45,11 +56,27 @@ pub enum GgufError {
     /// The header is malformed or claims sizes beyond the limits.
     #[error("malformed GGUF header: {0}")]
     Malformed(String),
+    /// The file is shorter than its own header says: an interrupted copy or download.
+    #[error("truncated GGUF file: {what} needs {needed} bytes but the file has {size}")]
+    Truncated {
+        /// What did not fit (the header, a metadata entry, the tensor data).
+        what: String,
+        /// Bytes needed.
+        needed: u64,
+        /// Bytes in the file.
+        size: u64,
+    },
 }
 
 const MAX_STRING: u64 = 16 << 20; // the largest chat templates are ~20 KB; vocab strings are short
 const MAX_KV: u64 = 100_000;
 const MAX_ARRAY: u64 = 10_000_000;
+const MAX_TENSORS: u64 = 1_000_000;
+const MAX_DIMS: u32 = 8; // ggml uses at most 4
+/// Smallest possible metadata entry: key length (8), one key byte, value type (4), a one-byte value.
+const MIN_KV_BYTES: u64 = 14;
+/// Smallest possible tensor table entry: name length (8), dims count (4), type (4), offset (8).
+const MIN_TENSOR_INFO_BYTES: u64 = 24;
 
 /// Reads the header of the GGUF file at `path`.
 ///
@@ -61,52 +88,172 @@ pub fn read_info(path: &Path) -> Result<GgufInfo, GgufError> {
     read_info_from(&mut r)
 }
 
-/// Reads a GGUF header from any reader positioned at the start of the file.
+/// Reads a GGUF header from any reader positioned at the start of the file,
+/// and checks it against the reader's length (seeking to its end).
 ///
 /// # Errors
 /// As [`read_info`].
 pub fn read_info_from<R: Read + Seek>(r: &mut R) -> Result<GgufInfo, GgufError> {
-    let mut magic = [0u8; 4];
-    r.read_exact(&mut magic)?;
-    if &magic != b"GGUF" {
+    let size = r.seek(SeekFrom::End(0))?;
+    r.seek(SeekFrom::Start(0))?;
+    // A read that runs off the end of the file means it was cut short.
+    let eof = |what: &str, e: GgufError, r: &mut R| -> GgufError {
+        match e {
+            GgufError::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
+                let needed = r.stream_position().map_or(size + 1, |p| p.max(size + 1));
+                GgufError::Truncated { what: what.into(), needed, size }
+            }
+            other => other,
+        }
+    };
+    let mut magic = Vec::with_capacity(4);
+    r.take(4).read_to_end(&mut magic)?;
+    if magic != b"GGUF" {
         return Err(GgufError::BadMagic(String::from_utf8_lossy(&magic).escape_debug().to_string()));
+    }
+    if size < 24 {
+        return Err(GgufError::Truncated { what: "the header".into(), needed: 24, size });
     }
     let version = u32_le(r)?;
     if !(2..=3).contains(&version) {
         return Err(GgufError::Malformed(format!("unsupported version {version}")));
     }
-    let _tensors = u64_le(r)?;
+    let tensor_count = u64_le(r)?;
     let kv_count = u64_le(r)?;
     if kv_count > MAX_KV {
         return Err(GgufError::Malformed(format!("{kv_count} metadata entries")));
     }
-    let mut info = GgufInfo { version, ..GgufInfo::default() };
-    let mut context_lengths: Vec<(String, u64)> = Vec::new();
-    for _ in 0..kv_count {
-        let key = string(r)?;
-        let ty = u32_le(r)?;
-        match (key.as_str(), ty) {
-            ("general.architecture", 8) => info.architecture = Some(string(r)?),
-            ("general.name", 8) => info.name = Some(string(r)?),
-            ("general.size_label", 8) => info.size_label = Some(string(r)?),
-            ("general.file_type", 4 | 5) => info.file_type = Some(u32_le(r)?),
-            ("tokenizer.chat_template", 8) => {
-                info.chat_template = Some(string(r)?);
-                info.has_chat_template = true;
-            }
-            (k, 4 | 5 | 10 | 11) if k.ends_with(".context_length") => {
-                let v = if ty == 4 || ty == 5 { u64::from(u32_le(r)?) } else { u64_le(r)? };
-                context_lengths.push((k.trim_end_matches(".context_length").to_string(), v));
-            }
-            _ => skip_value(r, ty)?,
-        }
+    if tensor_count > MAX_TENSORS {
+        return Err(GgufError::Malformed(format!("{tensor_count} tensors")));
     }
+    let table = kv_count * MIN_KV_BYTES + tensor_count * MIN_TENSOR_INFO_BYTES;
+    if 24 + table > size {
+        return Err(GgufError::Truncated {
+            what: format!("{kv_count} metadata entries and {tensor_count} tensors"),
+            needed: 24 + table,
+            size,
+        });
+    }
+    let mut info = GgufInfo { version, tensor_count, metadata_count: kv_count, ..GgufInfo::default() };
+    let mut context_lengths: Vec<(String, u64)> = Vec::new();
+    let mut alignment: u64 = 32;
+    for i in 0..kv_count {
+        read_entry(r, size, &mut info, &mut context_lengths, &mut alignment)
+            .map_err(|e| eof(&format!("metadata entry {} of {kv_count}", i + 1), e, r))?;
+    }
+    if alignment == 0 || !alignment.is_power_of_two() {
+        return Err(GgufError::Malformed(format!("alignment {alignment}")));
+    }
+    // The tensor table: where each tensor's data starts (relative to the
+    // aligned data section) and how large it is.
+    let mut data_end: u64 = 0;
+    for i in 0..tensor_count {
+        let end = tensor_end(r).map_err(|e| eof(&format!("tensor {} of {tensor_count} in the table", i + 1), e, r))?;
+        data_end = data_end.max(end);
+    }
+    let table_end = r.stream_position()?;
+    let needed = if tensor_count == 0 {
+        table_end
+    } else {
+        table_end
+            .div_ceil(alignment)
+            .checked_mul(alignment)
+            .and_then(|start| start.checked_add(data_end))
+            .ok_or_else(|| GgufError::Malformed("tensor data beyond any file size".into()))?
+    };
+    if needed > size {
+        return Err(GgufError::Truncated { what: format!("the data of {tensor_count} tensors"), needed, size });
+    }
+    info.bytes_needed = needed;
     // The architecture may come after its context length in the file.
     info.context_length = context_lengths
         .iter()
         .find(|(arch, _)| Some(arch) == info.architecture.as_ref())
         .map(|(_, v)| *v);
     Ok(info)
+}
+
+/// Reads one metadata entry, keeping the keys a model list shows.
+fn read_entry<R: Read + Seek>(
+    r: &mut R,
+    size: u64,
+    info: &mut GgufInfo,
+    context_lengths: &mut Vec<(String, u64)>,
+    alignment: &mut u64,
+) -> Result<(), GgufError> {
+    let key = string(r)?;
+    let ty = u32_le(r)?;
+    match (key.as_str(), ty) {
+        ("general.architecture", 8) => info.architecture = Some(string(r)?),
+        ("general.name", 8) => info.name = Some(string(r)?),
+        ("general.size_label", 8) => info.size_label = Some(string(r)?),
+        ("general.file_type", 4 | 5) => info.file_type = Some(u32_le(r)?),
+        ("general.alignment", 4) => *alignment = u64::from(u32_le(r)?),
+        ("tokenizer.chat_template", 8) => {
+            info.chat_template = Some(string(r)?);
+            info.has_chat_template = true;
+        }
+        (k, 4 | 5 | 10 | 11) if k.ends_with(".context_length") => {
+            let v = if ty == 4 || ty == 5 { u64::from(u32_le(r)?) } else { u64_le(r)? };
+            context_lengths.push((k.trim_end_matches(".context_length").to_string(), v));
+        }
+        _ => skip_value(r, ty)?,
+    }
+    // Skipping seeks, and a seek past the end is not an error by itself.
+    let pos = r.stream_position()?;
+    if pos > size {
+        return Err(GgufError::Truncated { what: format!("metadata entry `{key}`"), needed: pos, size });
+    }
+    Ok(())
+}
+
+/// Reads one tensor table entry; returns where its data ends, relative to
+/// the data section. For a tensor type whose size is not known here, the
+/// end is its offset plus one byte (its first byte must be in the file).
+fn tensor_end<R: Read>(r: &mut R) -> Result<u64, GgufError> {
+    let _name = string(r)?;
+    let n_dims = u32_le(r)?;
+    if n_dims > MAX_DIMS {
+        return Err(GgufError::Malformed(format!("a tensor with {n_dims} dimensions")));
+    }
+    let mut elements: u64 = 1;
+    for _ in 0..n_dims {
+        elements = elements.checked_mul(u64_le(r)?).ok_or_else(|| GgufError::Malformed("tensor size overflows".into()))?;
+    }
+    let ty = u32_le(r)?;
+    let offset = u64_le(r)?;
+    let bytes = match tensor_block(ty) {
+        Some((per_block, block_bytes)) => elements.div_ceil(per_block).checked_mul(block_bytes),
+        None => Some(1),
+    };
+    bytes.and_then(|b| offset.checked_add(b)).ok_or_else(|| GgufError::Malformed("tensor size overflows".into()))
+}
+
+/// (elements per block, bytes per block) of the ggml tensor types whose layout
+/// is fixed and well known; `None` for the others.
+fn tensor_block(ty: u32) -> Option<(u64, u64)> {
+    Some(match ty {
+        0 => (1, 4),     // F32
+        1 => (1, 2),     // F16
+        2 => (32, 18),   // Q4_0
+        3 => (32, 20),   // Q4_1
+        6 => (32, 22),   // Q5_0
+        7 => (32, 24),   // Q5_1
+        8 => (32, 34),   // Q8_0
+        9 => (32, 36),   // Q8_1
+        10 => (256, 84), // Q2_K
+        11 => (256, 110), // Q3_K
+        12 => (256, 144), // Q4_K
+        13 => (256, 176), // Q5_K
+        14 => (256, 210), // Q6_K
+        15 => (256, 292), // Q8_K
+        24 => (1, 1),    // I8
+        25 => (1, 2),    // I16
+        26 => (1, 4),    // I32
+        27 | 28 => (1, 8), // I64, F64
+        30 => (1, 2),    // BF16
+        _ => return None,
+    })
 }
 
 fn u32_le<R: Read>(r: &mut R) -> Result<u32, GgufError> {
@@ -129,7 +276,7 @@ fn string<R: Read>(r: &mut R) -> Result<String, GgufError> {
     let mut buf = Vec::new();
     r.take(len).read_to_end(&mut buf)?;
     if buf.len() as u64 != len {
-        return Err(GgufError::Malformed("truncated string".into()));
+        return Err(GgufError::Io(std::io::ErrorKind::UnexpectedEof.into()));
     }
     Ok(String::from_utf8_lossy(&buf).into_owned())
 }
@@ -237,28 +384,107 @@ mod tests {
 
     #[test]
     fn refuses_bad_magic_truncation_and_absurd_sizes() {
-        assert!(matches!(read_info_from(&mut Cursor::new(b"PK\x03\x04rest".to_vec())), Err(GgufError::BadMagic(_))));
+        let read = |b: Vec<u8>| read_info_from(&mut Cursor::new(b));
+        assert!(matches!(read(b"PK\x03\x04rest".to_vec()), Err(GgufError::BadMagic(_))));
+        assert!(matches!(read(b"GG".to_vec()), Err(GgufError::BadMagic(_))));
+        assert!(matches!(read(b"GGUF\x03\0\0\0".to_vec()), Err(GgufError::Truncated { needed: 24, size: 8, .. })));
+        // A key length far beyond the file.
         let mut f = header(1);
-        f.extend(u64::MAX.to_le_bytes()); // key length
-        assert!(matches!(read_info_from(&mut Cursor::new(f)), Err(GgufError::Malformed(_))));
+        f.extend(u64::MAX.to_le_bytes());
+        f.extend([0u8; 16]);
+        assert!(matches!(read(f), Err(GgufError::Malformed(_))));
+        // Second entry cut off.
         let mut f = header(2);
         kv_string(&mut f, "general.name", "x");
-        // Second entry cut off.
         f.extend(5u64.to_le_bytes());
-        assert!(matches!(read_info_from(&mut Cursor::new(f)), Err(GgufError::Malformed(_) | GgufError::Io(_))));
-        assert!(matches!(read_info_from(&mut Cursor::new(header(u64::MAX))), Err(GgufError::Malformed(_))));
+        f.extend(b"gen");
+        let e = read(f).unwrap_err();
+        assert!(matches!(e, GgufError::Truncated { .. }), "{e}");
+        assert!(e.to_string().contains("metadata entry 2 of 2"), "{e}");
+        // More entries (or tensors) than the file could hold.
+        assert!(matches!(read(header(u64::MAX)), Err(GgufError::Malformed(_))));
+        let mut f = header(1_000);
+        kv_string(&mut f, "general.name", "x");
+        assert!(matches!(read(f), Err(GgufError::Truncated { .. })));
+        // A skipped string value whose length runs past the end.
+        let mut f = header(1);
+        f.extend(4u64.to_le_bytes());
+        f.extend(b"junk");
+        f.extend(8u32.to_le_bytes());
+        f.extend(1_000u64.to_le_bytes());
+        f.extend(b"short");
+        let e = read(f).unwrap_err();
+        assert!(matches!(e, GgufError::Truncated { .. }), "{e}");
+    }
+
+    /// One F32 tensor of `n` elements at offset 0, with `data` bytes of data.
+    fn one_tensor_file(n: u64, data: usize) -> Vec<u8> {
+        let mut f = b"GGUF".to_vec();
+        f.extend(3u32.to_le_bytes());
+        f.extend(1u64.to_le_bytes());
+        f.extend(1u64.to_le_bytes());
+        kv_string(&mut f, "general.architecture", "llama");
+        f.extend(4u64.to_le_bytes());
+        f.extend(b"w.in");
+        f.extend(1u32.to_le_bytes());
+        f.extend(n.to_le_bytes());
+        f.extend(0u32.to_le_bytes()); // F32
+        f.extend(0u64.to_le_bytes());
+        while !f.len().is_multiple_of(32) {
+            f.push(0);
+        }
+        f.extend(vec![0u8; data]);
+        f
+    }
+
+    #[test]
+    fn tensor_data_must_fit_in_the_file() {
+        let info = read_info_from(&mut Cursor::new(one_tensor_file(100, 400))).unwrap();
+        assert_eq!((info.tensor_count, info.metadata_count), (1, 1));
+        assert_eq!(info.bytes_needed, one_tensor_file(100, 400).len() as u64);
+        let e = read_info_from(&mut Cursor::new(one_tensor_file(100, 399))).unwrap_err();
+        assert!(matches!(e, GgufError::Truncated { .. }), "{e}");
+        assert!(e.to_string().contains("the data of 1 tensors"), "{e}");
+    }
+
+    fn real_model() -> Option<std::path::PathBuf> {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models/SmolLM2-135M-Instruct.Q4_1.gguf");
+        if path.exists() {
+            Some(path)
+        } else {
+            eprintln!("skipped: {} missing (run scripts/setup.sh)", path.display());
+            None
+        }
+    }
+
+    #[test]
+    fn truncated_copies_of_the_real_test_model_are_refused() {
+        let Some(path) = real_model() else { return };
+        let whole = std::fs::read(&path).unwrap();
+        let info = read_info_from(&mut Cursor::new(&whole)).unwrap();
+        assert_eq!(info.bytes_needed, whole.len() as u64, "the test model has no trailing bytes");
+        let dir = tempfile::tempdir().unwrap();
+        // Cut in the vocabulary, in the tensor table, in the data, one byte short.
+        for cut in [200_000, info.bytes_needed as usize / 2, whole.len() - 1] {
+            let copy = dir.path().join("cut.gguf");
+            std::fs::write(&copy, &whole[..cut]).unwrap();
+            let e = read_info(&copy).unwrap_err();
+            assert!(matches!(e, GgufError::Truncated { size, .. } if size == cut as u64), "cut at {cut}: {e}");
+        }
     }
 
     #[test]
     fn reads_the_real_test_model_when_present() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models/SmolLM2-135M-Instruct.Q4_1.gguf");
-        if !path.exists() {
-            eprintln!("skipped: {} missing (run scripts/setup.sh)", path.display());
-            return;
-        }
+        let Some(path) = real_model() else { return };
         let info = read_info(&path).unwrap();
         assert_eq!(info.architecture.as_deref(), Some("llama"));
         assert_eq!(info.context_length, Some(8192));
         assert!(info.has_chat_template);
+        assert!(info.tensor_count > 0 && info.bytes_needed <= std::fs::metadata(&path).unwrap().len());
+        let gemma = path.with_file_name("gemma-3-270m-q4_k_m.gguf");
+        if gemma.exists() {
+            let g = read_info(&gemma).unwrap();
+            assert!(g.tensor_count > 0 && g.bytes_needed <= std::fs::metadata(&gemma).unwrap().len());
+        }
     }
 }

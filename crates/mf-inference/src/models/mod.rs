@@ -102,6 +102,9 @@ pub struct LocalModel {
     pub info: Option<GgufInfo>,
     /// Why the header could not be read (a corrupt or truncated file).
     pub problem: Option<String>,
+    /// True when the file is not a usable GGUF: not a GGUF at all, or its
+    /// header or tensor data do not fit its size (`problem` says which).
+    pub broken: bool,
     /// An interrupted download (`.gguf.part`) that a new download resumes.
     pub partial: bool,
 }
@@ -139,7 +142,8 @@ pub fn list(dir: &Path) -> std::io::Result<Vec<LocalModel>> {
                 Err(e) => (None, Some(e.to_string())),
             }
         };
-        out.push(LocalModel { file_name: name, path: entry.path(), size_bytes: meta.len(), catalog_id, info, problem, partial });
+        let broken = !partial && info.is_none();
+        out.push(LocalModel { file_name: name, path: entry.path(), size_bytes: meta.len(), catalog_id, info, problem, broken, partial });
     }
     out.sort_by(|a, b| a.file_name.cmp(&b.file_name));
     Ok(out)
@@ -200,7 +204,9 @@ mod tests {
         assert_eq!(names, ["Qwen3-8B-Q4_K_M.gguf.part", "SmolLM2-135M-Instruct.Q4_1.gguf", "broken.gguf"]);
         assert!(l[0].partial && l[0].catalog_id == Some(RECOMMENDED));
         assert!(l[2].problem.as_deref().unwrap().contains("not a GGUF"));
-        assert!(l[1].problem.is_some(), "a 4-byte file is a truncated header");
+        assert!(l[2].broken && !l[0].broken);
+        assert!(l[1].problem.as_deref().unwrap().contains("truncated"), "a 4-byte file is a truncated header: {:?}", l[1].problem);
+        assert!(l[1].broken);
         // The partial recommended model is not a default; the test model is.
         assert!(matches!(default_model(dir.path()), Some(DefaultModel::TestFallback { .. })));
         std::fs::write(dir.path().join("Qwen3-8B-Q4_K_M.gguf"), "GGUF").unwrap();
