@@ -17,11 +17,13 @@ pub mod compact;
 pub mod error;
 pub mod events;
 pub mod kv_files;
+pub mod model;
 pub mod store;
 pub mod tools;
 
 pub use agent::{Agent, AgentSettings, BEFORE_COMPACTION, Outcome, Undone, parse_strategy};
 pub use compact::{DeltaSource, SummaryPass};
+pub use model::UnknownName;
 pub use error::AgentError;
 pub use events::{AgentEvent, EventSink, ExitReason, Forecast, Gauge, Purpose, SummaryBy, VecSink};
 pub use store::{InvestigationRow, Store, StoreSink};

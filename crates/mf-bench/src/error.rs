@@ -42,6 +42,42 @@ pub enum BenchError {
         /// Why.
         reason: String,
     },
+    /// A run was asked for with nothing of one kind chosen (`model`,
+    /// `scenario`, `condition`, `scorer`, `repetition`).
+    #[error("Choose at least one {0}.")]
+    NothingChosen(&'static str),
+    /// Repetitions outside 1 to `max`.
+    #[error("Repetitions must be from 1 to {max} (got {given}).")]
+    RepsOutOfRange {
+        /// Asked for.
+        given: u32,
+        /// The most allowed.
+        max: u32,
+    },
+    /// A condition name that is none of `full`, `baseline`, `masking`, `v1`, `v2`, `v2.1`.
+    #[error("unknown condition {0:?} (full, baseline, masking, v1, v2, v2.1, or all)")]
+    UnknownCondition(String),
+    /// A scorer name that is neither `keyword` nor `judge`.
+    #[error("unknown scorer {0:?} (keyword, judge, all)")]
+    UnknownScorer(String),
+    /// A parallel run was given no worker.
+    #[error("at least one worker is needed")]
+    NoWorkers,
+    /// A worker thread of a parallel run panicked.
+    #[error("a benchmark worker thread panicked")]
+    WorkerPanicked,
+    /// A chosen model file does not exist.
+    #[error("No model file {}.", .0.display())]
+    ModelFileMissing(PathBuf),
+    /// Chosen scenario ids that the scenario folder does not hold.
+    #[error("No such scenario: {}.", .0.join(", "))]
+    UnknownScenarios(Vec<String>),
+    /// The run's thread could not start.
+    #[error("cannot start the benchmark thread: {0}")]
+    Thread(std::io::Error),
+    /// The runtime that drives the model could not be started.
+    #[error("cannot start the model's runtime: {0}")]
+    Runtime(std::io::Error),
     /// The model failed.
     #[error("model error: {0}")]
     Inference(#[from] mf_inference::InferenceError),

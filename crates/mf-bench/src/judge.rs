@@ -16,8 +16,7 @@ use crate::model::{Model, Purpose};
 
 /// The judge's system prompt. The rubric comes first so that the calls for
 /// one probe share the longest possible prompt prefix in the KV cache.
-pub const JUDGE_SYSTEM: &str = "You grade answers. Compare the CANDIDATE answer with the REFERENCE answer to the QUESTION. \
-Reply with one digit only:\n3 = states the same facts as the reference\n2 = mostly right, a detail missing\n1 = partly right\n0 = wrong, contradicts the reference, says it does not know, or is empty";
+pub const JUDGE_SYSTEM: &str = include_str!("prompts/judge_system.txt");
 
 /// Worked examples shown before every grading (small models answer with
 /// prose otherwise). They come before the graded answer, so they are part of

@@ -1,15 +1,23 @@
 //! The model under test behind one blocking façade: generation, token
-//! counting, and the figures every call leaves (prefill, reuse, time).
+//! counting, compaction, and the figures every call leaves (prefill, reuse,
+//! time).
+//!
+//! Compaction, token counts, the summary pass and v2.1's withholding test
+//! are the app's own: [`Model::compact`] runs `mf_agent::model::compact`,
+//! the code the investigation loop runs, so the benchmark sends the summary
+//! request the app sends for the same history.
 //!
 //! The benchmark is sequential by design (one model, one KV cache), so the
-//! async [`Backend`] is driven from a private current-thread runtime.
+//! async [`Backend`] is driven from a private runtime with one worker thread
+//! (the adapter's blocking calls wait on its handle from the caller's thread).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use mf_forgetting::{Message, TokenCounter};
+use mf_agent::model::{CompactionRun, CompactionSpec, ModelCalls, ModelCounter};
+use mf_forgetting::Message;
 use mf_inference::{Backend, CancelToken, ChatMessage, GenerateRequest, Generation, ModelInfo, Role, Sampling};
 use serde::{Deserialize, Serialize};
 
@@ -23,7 +31,8 @@ pub enum Purpose {
     Probe,
     /// A compaction's summary pass.
     Summary,
-    /// v2.1's withholding test.
+    /// v2.1's withholding test (the app's: the model answers the question
+    /// under each context).
     Evaluator,
     /// The judge grading an answer.
     Judge,
@@ -31,6 +40,7 @@ pub enum Purpose {
 
 /// Token and time figures of all calls of one purpose.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct CallStats {
     /// Calls made.
     pub calls: u64,
@@ -81,10 +91,10 @@ impl CallStats {
 /// The model, a runtime to drive it, a token-count cache and the call figures.
 pub struct Model {
     backend: Arc<dyn Backend>,
-    llama: Option<Arc<mf_inference::LlamaSession>>,
     rt: tokio::runtime::Runtime,
     info: ModelInfo,
-    counts: RefCell<HashMap<String, usize>>,
+    /// The app's per-message counter (no tools: scenarios offer none).
+    counter: ModelCounter,
     stats: RefCell<HashMap<Purpose, CallStats>>,
     /// Passed to every generation (the agent's stop mechanism): cancelling it
     /// stops the call in progress at its next token or prefill batch, and
@@ -101,33 +111,33 @@ impl std::fmt::Debug for Model {
 }
 
 impl Model {
-    /// Wraps an embedded llama.cpp session (exact per-message token counts).
+    /// Wraps an embedded llama.cpp session.
     ///
     /// # Errors
     /// When the runtime cannot be built.
     pub fn llama(session: Arc<mf_inference::LlamaSession>) -> Result<Self> {
-        let mut m = Model::new(session.clone())?;
-        m.llama = Some(session);
-        Ok(m)
+        Model::new(session)
     }
 
-    /// Wraps any backend (per-message counts then approximate; whole prompts are exact).
+    /// Wraps any backend. Token counts are the app's: each message through
+    /// the model's template with the backend's tokenizer.
     ///
     /// # Errors
     /// When the runtime cannot be built.
     pub fn new(backend: Arc<dyn Backend>) -> Result<Self> {
-        let rt = tokio::runtime::Builder::new_current_thread()
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("bench-model")
             .enable_all()
             .build()
-            .map_err(|e| BenchError::InvalidSetting { name: "runtime", reason: e.to_string() })?;
+            .map_err(BenchError::Runtime)?;
         let info = backend.model_info();
         let reports_kv = info.backend == "llama.cpp";
         Ok(Model {
+            counter: ModelCounter::new(backend.clone(), Vec::new()),
             backend,
-            llama: None,
             rt,
             info,
-            counts: RefCell::new(HashMap::new()),
             stats: RefCell::new(HashMap::new()),
             cancel: CancelToken::new(),
             reports_kv,
@@ -186,22 +196,38 @@ impl Model {
         Ok(g)
     }
 
-    /// Tokens of one message: with llama.cpp, the model's tokenizer over its
-    /// text (tool calls as JSON) plus [`ROLE_OVERHEAD`] for the role markers;
-    /// elsewhere `None` (a server tokenises only whole conversations).
-    /// Cached by content.
+    /// Compacts `history` as the app's loop does (`mf_agent::model::compact`):
+    /// the same counter, summary request and withholding test, with the
+    /// generations recorded under [`Purpose::Summary`] and
+    /// [`Purpose::Evaluator`].
     ///
     /// # Errors
-    /// The backend's.
-    pub fn count_message(&self, m: &Message) -> Result<Option<usize>> {
-        let Some(llama) = &self.llama else { return Ok(None) };
-        let text = m.analysis_text();
-        if let Some(&n) = self.counts.borrow().get(&text) {
-            return Ok(Some(n));
+    /// [`BenchError::Cancelled`] when the token was cancelled before or
+    /// during the compaction (a summary cut short would otherwise have been
+    /// replaced by the fallback, silently).
+    pub fn compact(&self, history: &[Message], spec: &CompactionSpec) -> Result<CompactionRun> {
+        if self.is_cancelled() {
+            return Err(BenchError::Cancelled);
         }
-        let n = llama.count_text_tokens_blocking(&text)? as usize + ROLE_OVERHEAD;
-        self.counts.borrow_mut().insert(text, n);
-        Ok(Some(n))
+        let on_call = |purpose: mf_agent::Purpose, g: &Generation, wall: std::time::Duration| {
+            let p = match purpose {
+                mf_agent::Purpose::Probe => Purpose::Evaluator,
+                _ => Purpose::Summary,
+            };
+            self.stats.borrow_mut().entry(p).or_default().add(g, wall.as_millis() as u64);
+        };
+        let calls = ModelCalls { handle: self.rt.handle(), backend: self.backend.as_ref(), cancel: &self.cancel, on_call: &on_call };
+        let run = mf_agent::model::compact(calls, &self.counter, history, spec, &mut |_| {});
+        if self.is_cancelled() {
+            return Err(BenchError::Cancelled);
+        }
+        Ok(run)
+    }
+
+    /// Whether any per-message count so far was an estimate (the template
+    /// could not render one message alone, or the backend failed).
+    pub fn counts_approximated(&self) -> bool {
+        self.counter.approximated()
     }
 
     /// Tokens of a whole conversation's prompt.
@@ -250,46 +276,9 @@ pub fn user_first(mut messages: Vec<ChatMessage>) -> Vec<ChatMessage> {
     messages
 }
 
-/// Tokens of role markers added per message (`<|im_start|>role\n … <|im_end|>\n`).
-pub const ROLE_OVERHEAD: usize = 4;
-
 /// A scenario message as the inference crate's chat message: the agent's
 /// mapping, so the benchmark measures exactly what the app sends.
-pub use mf_agent::compact::to_chat;
-
-/// Counts with the model's tokenizer ([`Model::count_message`]); whole
-/// histories through the model's template. Where the backend cannot count
-/// one message (HTTP) or a count fails, the approximate counter is used and
-/// `approximated` is set, so the report can say so.
-pub struct ModelTokenCounter<'a> {
-    model: &'a Model,
-    /// Set when a count failed and the approximation was used.
-    pub approximated: std::cell::Cell<bool>,
-}
-
-impl<'a> ModelTokenCounter<'a> {
-    /// A counter over `model`.
-    pub fn new(model: &'a Model) -> Self {
-        ModelTokenCounter { model, approximated: std::cell::Cell::new(false) }
-    }
-}
-
-impl TokenCounter for ModelTokenCounter<'_> {
-    fn count_message(&self, message: &Message) -> usize {
-        match self.model.count_message(message) {
-            Ok(Some(n)) => n,
-            Ok(None) => {
-                self.approximated.set(true);
-                mf_forgetting::ApproxTokenCounter.count_message(message)
-            }
-            Err(e) => {
-                tracing::warn!("token count failed, approximating: {e}");
-                self.approximated.set(true);
-                mf_forgetting::ApproxTokenCounter.count_message(message)
-            }
-        }
-    }
-}
+pub use mf_agent::model::to_chat;
 
 #[cfg(test)]
 mod tests {

@@ -12,6 +12,7 @@ use crate::model::CallStats;
 
 /// One probe answered under one condition in one repetition.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ScoreRow {
     /// Scenario id.
     pub scenario: String,
@@ -52,6 +53,7 @@ pub struct ScoreRow {
 
 /// A control answer's grades.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ControlRow {
     /// Scenario id.
     pub scenario: String,
@@ -69,6 +71,7 @@ pub struct ControlRow {
 
 /// What one compaction did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct CompactionRow {
     /// Scenario id.
     pub scenario: String,
@@ -103,11 +106,25 @@ pub struct CompactionRow {
     /// the probes then ran over the original history. Absent in results
     /// written before that guard existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional = nullable))]
     pub kept_original: Option<String>,
+    /// Which prompt the summary pass used (`live_with_log`,
+    /// `live_instruction`, `pinned_prefix`, `standalone`: the app's adapter,
+    /// `mf_agent::model`); absent without a pass and in results written
+    /// before the benchmark used the app's adapter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional = nullable))]
+    pub summary_prompt: Option<String>,
+    /// What the adapter noted, e.g. v2.1 ranked by Φ because the model's
+    /// withholding test could not run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(test, ts(as = "Option<Vec<String>>", optional))]
+    pub notes: Vec<String>,
 }
 
 /// Mean and spread of a score over repetitions.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Stat {
     /// Mean over every score.
     pub mean: f64,
@@ -121,6 +138,7 @@ pub struct Stat {
 
 /// One condition's summary.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ConditionSummary {
     /// Condition.
     pub condition: String,
@@ -145,6 +163,7 @@ pub struct ConditionSummary {
 
 /// A (scenario × condition) cell.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Cell {
     /// Scenario id.
     pub scenario: String,
@@ -162,6 +181,7 @@ pub struct Cell {
 
 /// One scorer's aggregates: per condition, per class × condition, per dimension × condition.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Aggregates {
     /// Mean per condition.
     pub overall: BTreeMap<String, f64>,
@@ -173,6 +193,7 @@ pub struct Aggregates {
 
 /// The control brackets: mean score per control, per scorer.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Brackets {
     /// Keyword scorer: control → mean.
     pub keyword: BTreeMap<String, f64>,
@@ -186,6 +207,7 @@ pub struct Brackets {
 
 /// Prefill figures.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Speed {
     /// Per purpose (`probe`, `summary`, `evaluator`, `judge`).
     pub calls: BTreeMap<String, CallStats>,
@@ -209,6 +231,7 @@ pub struct Speed {
 
 /// The run's settings, for reproduction.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Settings {
     /// Backend (`llama.cpp`, `ollama`, `openai`).
     pub backend: String,
@@ -234,7 +257,8 @@ pub struct Settings {
     pub scorers: Vec<String>,
     /// The judge model.
     pub judge_model: Option<String>,
-    /// v2.1 evaluator recap limit.
+    /// v2.1: tokens of each withholding-test answer (before the benchmark
+    /// used the app's adapter: of the recap it compared).
     pub evaluator_max_tokens: u32,
     /// Summary pass limit (METHOD.md §2: 256).
     #[serde(default)]
@@ -251,6 +275,7 @@ pub struct Settings {
 
 /// Everything measured for one model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ModelResult {
     /// Model name.
     pub model: String,
@@ -542,6 +567,8 @@ mod tests {
             compaction_ms: 5,
             error: None,
             kept_original: None,
+            summary_prompt: None,
+            notes: Vec::new(),
         }];
         let mut calls = BTreeMap::new();
         calls.insert("probe".to_owned(), CallStats { calls: 1, prompt_tokens: 100, decoded_tokens: 30, ..CallStats::default() });

@@ -27,7 +27,7 @@ use crate::model::{CallStats, Model, Purpose, to_chat};
 use crate::results::{self, CompactionRow, ControlRow, ModelResult, ScoreRow, Settings, Speed};
 
 /// The probe prompt (METHOD.md §6).
-pub const PROBE_PROMPT: &str = "Based on our conversation above, answer concisely: ";
+pub const PROBE_PROMPT: &str = include_str!("prompts/probe.txt");
 
 /// Which scorers run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,11 +50,11 @@ impl Scorers {
                 "keyword" => out.keyword = true,
                 "judge" => out.judge = true,
                 "all" => out = Scorers { keyword: true, judge: true },
-                other => return Err(BenchError::InvalidSetting { name: "scorers", reason: format!("unknown scorer {other:?} (keyword, judge, all)") }),
+                other => return Err(BenchError::UnknownScorer(other.to_owned())),
             }
         }
         if !out.keyword && !out.judge {
-            return Err(BenchError::InvalidSetting { name: "scorers", reason: "no scorer given".to_owned() });
+            return Err(BenchError::NothingChosen("scorer"));
         }
         Ok(out)
     }
@@ -89,7 +89,8 @@ pub struct RunConfig {
     pub temperature: f32,
     /// Probe answer limit in tokens.
     pub answer_max_tokens: u32,
-    /// v2.1 recap limit.
+    /// v2.1: tokens of each withholding-test answer (the app's
+    /// [`mf_agent::model::PROBE_MAX_TOKENS`] by default).
     pub evaluator_max_tokens: u32,
     /// Scenario directory, for the record.
     pub scenarios_dir: String,
@@ -105,7 +106,7 @@ impl Default for RunConfig {
             plan: PlanConfig::default(),
             temperature: 0.1,
             answer_max_tokens: 96,
-            evaluator_max_tokens: 32,
+            evaluator_max_tokens: mf_agent::model::PROBE_MAX_TOKENS,
             scenarios_dir: String::new(),
         }
     }
@@ -281,7 +282,7 @@ fn run_scenario(
     order.extend(cfg.conditions.iter().copied().filter(|c| *c == Condition::V21));
     order.extend(cfg.conditions.iter().copied().filter(|c| *c != Condition::Full && *c != Condition::V21));
     for &c in &order {
-        let cp = match compact(model, c, &s.messages, &cfg.budget, &cfg.plan, seed, cfg.evaluator_max_tokens) {
+        let cp = match compact(model, c, &s.messages, &cfg.budget, &cfg.plan, cfg.evaluator_max_tokens) {
             Ok(cp) => cp,
             // The strategy cannot fit the budget: the app's loop would have to stop here.
             // Recorded, and its probes score 0 (an answer was never possible).
@@ -302,6 +303,8 @@ fn run_scenario(
                     compaction_ms: 0,
                     error: Some(e.to_string()),
                     kept_original: None,
+                    summary_prompt: None,
+                    notes: Vec::new(),
                 });
                 failed.push(c);
                 continue;
@@ -324,6 +327,8 @@ fn run_scenario(
             compaction_ms: cp.compaction_ms,
             error: None,
             kept_original: cp.report.as_ref().and_then(|r| r.kept_original.clone()),
+            summary_prompt: cp.summary_prompt.map(str::to_owned),
+            notes: cp.notes.clone(),
         });
         if c == Condition::Full {
             ask_condition(model, s, c, &cp, rep, seed, cfg, &mut first_with, &mut out)?;
@@ -412,7 +417,7 @@ fn items(scenarios: &[LoadedScenario], reps: u32) -> Vec<Item> {
 
 fn check(cfg: &RunConfig) -> Result<()> {
     if cfg.reps == 0 {
-        return Err(BenchError::InvalidSetting { name: "reps", reason: "must be at least 1".to_owned() });
+        return Err(BenchError::NothingChosen("repetition"));
     }
     cfg.budget.validate()?;
     cfg.plan.validate()?;
@@ -484,7 +489,7 @@ pub fn run_suite_parallel(workers: Vec<Worker>, scenarios: &[LoadedScenario], cf
     check(cfg)?;
     let n_workers = workers.len();
     if n_workers == 0 {
-        return Err(BenchError::InvalidSetting { name: "workers", reason: "at least one worker is needed".to_owned() });
+        return Err(BenchError::NoWorkers);
     }
     let t0 = Instant::now();
     let work = items(scenarios, cfg.reps);
@@ -543,7 +548,7 @@ pub fn run_suite_parallel(workers: Vec<Worker>, scenarios: &[LoadedScenario], cf
         }
     });
     if finished.len() != n_workers {
-        return Err(BenchError::InvalidSetting { name: "workers", reason: "a worker thread panicked".to_owned() });
+        return Err(BenchError::WorkerPanicked);
     }
     if finished.iter().any(|w| w.model.is_cancelled() || w.judge.as_ref().is_some_and(Model::is_cancelled)) {
         return Err(BenchError::Cancelled);
@@ -658,6 +663,13 @@ pub fn enum_name<T: serde::Serialize>(v: &T) -> String {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+
+    #[test]
+    fn prompt_files_are_read_without_a_trailing_newline() {
+        // The results record the probe prompt: a stray newline in the file would change every answer.
+        assert_eq!(PROBE_PROMPT, "Based on our conversation above, answer concisely: ");
+        assert!(crate::judge::JUDGE_SYSTEM.starts_with("You grade answers.") && crate::judge::JUDGE_SYSTEM.ends_with("or is empty"));
+    }
 
     #[test]
     fn scorers_parse() {

@@ -162,8 +162,8 @@ struct RunArgs {
     /// empty answer that spent it is asked again with twice the limit).
     #[arg(long, default_value_t = 96)]
     answer_tokens: u32,
-    /// v2.1: length of the model's recap that the withholding test compares, in tokens.
-    #[arg(long, default_value_t = 32)]
+    /// v2.1: tokens of each answer of the withholding test (the app's value by default).
+    #[arg(long, default_value_t = mf_agent::model::PROBE_MAX_TOKENS)]
     evaluator_tokens: u32,
     /// v2.1: at most this many withholding-test evaluations per compaction, the
     /// full context's included (0: one per unit, the exact test). Fewer than one

@@ -1,0 +1,261 @@
+//! A benchmark run as a face starts it: a request checked against the
+//! scenario and model folders ([`BenchJob::prepare`]), then every model one
+//! after the other on a thread of its own ([`spawn`]), each step reported as
+//! a [`BenchEvent`], cancellable through [`BenchRun::cancel`]. The app's
+//! benchmark panel is an adapter over this (parse, call, forward events);
+//! the context size and threads come from the face's settings.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use mf_inference::{CancelToken, LlamaConfig, LlamaSession};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{BenchError, Result};
+use crate::events::BenchEvent;
+use crate::load::{self, LoadedScenario};
+use crate::model::Model;
+use crate::results::ModelResult;
+use crate::run::{RunConfig, Scorers, run_suite};
+use crate::Condition;
+
+/// Repetitions a face may ask for.
+pub const MAX_REPS: u32 = 100;
+
+/// What a face asks to run (the app's panel sends it as JSON: ui/src/lib/api.ts `BenchRequest`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BenchRequest {
+    /// Model files: names in the models folder, or full paths.
+    pub models: Vec<String>,
+    /// Scenario ids.
+    pub scenarios: Vec<String>,
+    /// Condition names (`full`, `baseline`, `masking`, `v1`, `v2`, `v2.1`).
+    pub conditions: Vec<String>,
+    /// Scorer names (`keyword`, `judge`).
+    pub scorers: Vec<String>,
+    /// Repetitions, 1 to [`MAX_REPS`].
+    pub reps: u32,
+}
+
+/// Where the face keeps models and scenarios, and how it runs a model.
+#[derive(Debug, Clone)]
+pub struct Environment {
+    /// The models folder (relative model names are looked up here).
+    pub models_dir: PathBuf,
+    /// The scenario folder.
+    pub scenarios_dir: PathBuf,
+    /// The model's context window, from the face's settings.
+    pub n_ctx: u32,
+    /// CPU threads (llama.cpp), from the face's settings; `None`: all cores.
+    pub threads: Option<i32>,
+}
+
+/// One scenario a face lists.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ScenarioOption {
+    /// Its id.
+    pub id: String,
+    /// Its problem class.
+    pub class: String,
+}
+
+/// The scenarios of `dir`, for a face's list.
+///
+/// # Errors
+/// A directory or scenario file that cannot be read.
+pub fn scenario_options(dir: &Path) -> Result<Vec<ScenarioOption>> {
+    Ok(load::load_dir(dir, &[])?
+        .into_iter()
+        .map(|s| ScenarioOption { id: s.scenario.id, class: crate::run::enum_name(&s.scenario.class) })
+        .collect())
+}
+
+/// The scorer names a face offers.
+pub const SCORERS: [&str; 2] = ["keyword", "judge"];
+
+/// A checked request, ready to run.
+#[derive(Debug)]
+pub struct BenchJob {
+    models: Vec<PathBuf>,
+    scenarios: Vec<LoadedScenario>,
+    cfg: RunConfig,
+    n_ctx: u32,
+    threads: Option<i32>,
+}
+
+impl BenchJob {
+    /// Checks `request` and loads its scenarios.
+    ///
+    /// # Errors
+    /// [`BenchError::NothingChosen`], [`BenchError::RepsOutOfRange`],
+    /// [`BenchError::ModelFileMissing`], [`BenchError::UnknownScenarios`],
+    /// an unknown condition or scorer, an unreadable scenario.
+    pub fn prepare(request: &BenchRequest, env: &Environment) -> Result<BenchJob> {
+        if request.models.is_empty() {
+            return Err(BenchError::NothingChosen("model"));
+        }
+        if request.scenarios.is_empty() {
+            return Err(BenchError::NothingChosen("scenario"));
+        }
+        if request.reps == 0 || request.reps > MAX_REPS {
+            return Err(BenchError::RepsOutOfRange { given: request.reps, max: MAX_REPS });
+        }
+        let conditions = Condition::parse_list(&request.conditions.join(","))?;
+        let scorers = Scorers::parse(&request.scorers.join(","))?;
+        let mut models = Vec::new();
+        for m in &request.models {
+            let p = PathBuf::from(m);
+            let path = if p.is_absolute() { p } else { env.models_dir.join(m) };
+            if !path.is_file() {
+                return Err(BenchError::ModelFileMissing(path));
+            }
+            models.push(path);
+        }
+        let scenarios: Vec<LoadedScenario> =
+            load::load_dir(&env.scenarios_dir, &request.scenarios)?.into_iter().filter(|s| request.scenarios.contains(&s.scenario.id)).collect();
+        let missing: Vec<String> = request.scenarios.iter().filter(|id| !scenarios.iter().any(|s| &s.scenario.id == *id)).cloned().collect();
+        if !missing.is_empty() {
+            return Err(BenchError::UnknownScenarios(missing));
+        }
+        let cfg = RunConfig { conditions, scorers, reps: request.reps, scenarios_dir: env.scenarios_dir.display().to_string(), ..RunConfig::default() };
+        Ok(BenchJob { models, scenarios, cfg, n_ctx: env.n_ctx, threads: env.threads })
+    }
+
+    fn per_model(&self) -> u64 {
+        u64::from(self.cfg.reps) * self.scenarios.len() as u64 * self.cfg.conditions.len() as u64
+    }
+
+    /// Steps in all (models × reps × scenarios × conditions).
+    #[must_use]
+    pub fn total(&self) -> u64 {
+        self.per_model() * self.models.len() as u64
+    }
+
+    fn run_model(&self, path: &Path, offset: u64, run: &BenchRun, send: &dyn Fn(BenchEvent)) -> Result<ModelResult> {
+        let mut lc = LlamaConfig::new(path).with_n_ctx(self.n_ctx);
+        lc.n_threads = self.threads;
+        if run.cancel.is_cancelled() {
+            return Err(BenchError::Cancelled);
+        }
+        let model = Model::llama(Arc::new(LlamaSession::load(lc)?))?.with_cancel(run.cancel.clone());
+        let total = self.total();
+        run_suite(&model, None, &self.scenarios, &self.cfg, &mut |p| {
+            send(BenchEvent::Progress { done: offset + p.done, total, label: p.label });
+        })
+    }
+
+    /// Runs every model in turn on this thread: `started`, progress, one
+    /// `model_result` per model, then `finished`, or `cancelled` / `error`
+    /// (which end the run).
+    pub fn run(&self, run_id: &str, run: &BenchRun, send: &dyn Fn(BenchEvent)) {
+        send(BenchEvent::Started { run_id: run_id.to_owned(), total: self.total() });
+        for (i, path) in self.models.iter().enumerate() {
+            let outcome = self.run_model(path, self.per_model() * i as u64, run, send);
+            match outcome {
+                _ if run.cancel.is_cancelled() => {
+                    send(BenchEvent::Cancelled);
+                    return;
+                }
+                Ok(r) => {
+                    if let Ok(mut all) = run.results.lock() {
+                        all.push(r.clone());
+                    }
+                    send(BenchEvent::ModelResult { result: Box::new(r) });
+                }
+                Err(e) => {
+                    send(BenchEvent::Error { message: format!("{}: {e}", path.display()) });
+                    return;
+                }
+            }
+        }
+        send(BenchEvent::Finished);
+    }
+}
+
+/// A run in progress: its cancel token and its results so far.
+#[derive(Debug, Default)]
+pub struct BenchRun {
+    /// Every model of the run generates with it (`Model::with_cancel`), so
+    /// the call in progress stops at its next token and the run reports
+    /// `cancelled` with no result for the model it was on.
+    cancel: CancelToken,
+    results: Mutex<Vec<ModelResult>>,
+}
+
+impl BenchRun {
+    /// Cancels the run. (A model still loading finishes loading first.)
+    pub fn cancel(&self) {
+        self.cancel.cancel();
+    }
+
+    /// The results of the models finished so far.
+    pub fn results(&self) -> Vec<ModelResult> {
+        self.results.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+}
+
+/// Runs `job` on a thread of its own (see [`BenchJob::run`]).
+///
+/// # Errors
+/// [`BenchError::Thread`] when the thread cannot start.
+pub fn spawn(job: BenchJob, run_id: String, run: Arc<BenchRun>, send: impl Fn(BenchEvent) + Send + 'static) -> Result<()> {
+    std::thread::Builder::new().name("benchmark".into()).spawn(move || job.run(&run_id, &run, &send)).map_err(BenchError::Thread)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn env(dir: &Path) -> Environment {
+        Environment {
+            models_dir: dir.to_path_buf(),
+            scenarios_dir: Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/compaction"),
+            n_ctx: 4096,
+            threads: Some(1),
+        }
+    }
+
+    fn request() -> BenchRequest {
+        BenchRequest {
+            models: vec!["m.gguf".into()],
+            scenarios: vec!["lookup-short".into()],
+            conditions: vec!["baseline".into(), "v2".into()],
+            scorers: vec!["keyword".into()],
+            reps: 2,
+        }
+    }
+
+    #[test]
+    fn a_request_is_checked_before_anything_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = env(dir.path());
+        let err = |r: BenchRequest| BenchJob::prepare(&r, &e).unwrap_err();
+        assert!(matches!(err(BenchRequest { models: vec![], ..request() }), BenchError::NothingChosen("model")));
+        assert!(matches!(err(BenchRequest { scenarios: vec![], ..request() }), BenchError::NothingChosen("scenario")));
+        assert!(matches!(err(BenchRequest { reps: 0, ..request() }), BenchError::RepsOutOfRange { given: 0, .. }));
+        assert!(matches!(err(BenchRequest { reps: 101, ..request() }), BenchError::RepsOutOfRange { given: 101, .. }));
+        assert!(matches!(err(request()), BenchError::ModelFileMissing(p) if p == dir.path().join("m.gguf")));
+        std::fs::write(dir.path().join("m.gguf"), b"x").unwrap();
+        match err(BenchRequest { scenarios: vec!["lookup-short".into(), "nope".into()], ..request() }) {
+            BenchError::UnknownScenarios(v) => assert_eq!(v, vec!["nope".to_owned()]),
+            other => panic!("{other}"),
+        }
+        assert!(err(BenchRequest { conditions: vec!["v3".into()], ..request() }).to_string().contains("v3"));
+        let job = BenchJob::prepare(&request(), &e).unwrap();
+        assert_eq!(job.total(), 2 * 2);
+        assert_eq!(job.n_ctx, 4096);
+    }
+
+    #[test]
+    fn a_model_that_cannot_load_ends_the_run_with_an_error_event() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("m.gguf"), b"not a model").unwrap();
+        let job = BenchJob::prepare(&request(), &env(dir.path())).unwrap();
+        let seen = Mutex::new(Vec::new());
+        job.run("bench-1", &BenchRun::default(), &|e| seen.lock().unwrap().push(serde_json::to_value(e).unwrap()["type"].as_str().unwrap().to_owned()));
+        assert_eq!(seen.into_inner().unwrap(), vec!["started", "error"]);
+    }
+}
