@@ -24,6 +24,7 @@ pub mod error;
 pub mod events;
 pub mod judge;
 pub mod keyword;
+pub mod kv;
 pub mod load;
 pub mod model;
 pub mod orchestrate;

@@ -1,9 +1,9 @@
-//! `mf bench-kv`: the KV-cache reuse benchmark (logic in `mf_inference::bench_kv`).
+//! `mf bench-kv`: the KV-cache reuse benchmark (logic in `mf_bench::kv`).
 
 use std::path::PathBuf;
 
 use anyhow::Context as _;
-use mf_inference::bench_kv::{BenchKvConfig, run as run_bench};
+use mf_bench::kv::{BenchKvConfig, run as run_bench};
 
 /// Replay a scripted tool investigation with KV reuse on and off and report
 /// tokens reused, decoded, wall time, speedup and greedy equality.

@@ -13,12 +13,10 @@
 //!   parsed with; [`thinking`] separates `<think>` blocks.
 //! - [`grammar`] holds the embedded model's tool calls to the offered tools'
 //!   schemas (a lazy GBNF grammar, from the call's opener on).
-//! - [`bench_kv`] measures the cache reuse (`mf bench-kv`).
 //! - [`models`] is the model manager: catalog, local list, GGUF header,
 //!   download with resume and sha256.
 
 pub mod backend;
-pub mod bench_kv;
 pub mod error;
 pub mod grammar;
 pub mod http;
@@ -33,5 +31,5 @@ pub mod types;
 pub use backend::{Backend, CancelToken, KvSnapshot, SnapshotSlot, TokenSink, common_prefix};
 pub use error::{InferenceError, Result};
 pub use http::{OllamaBackend, OpenAiBackend};
-pub use llama::{LlamaConfig, LlamaSession};
+pub use llama::{KvMemory, LlamaConfig, LlamaSession};
 pub use types::*;

@@ -196,6 +196,38 @@ pub struct KvStats {
     pub prefill_ms: u64,
     /// Wall time spent generating, ms.
     pub decode_ms: u64,
+    /// Of the `reused` tokens, those that were cached at other positions and
+    /// moved into place (llama.cpp `seq_rm` + `seq_add`, the keys re-rotated)
+    /// instead of being decoded again: the tail that follows a replaced middle.
+    #[serde(default)]
+    pub shifted: u32,
+    /// Which way the cache was brought to the prompt.
+    #[serde(default)]
+    pub path: KvPath,
+    /// Prompt tokens decoded again after restoring a context checkpoint: the
+    /// checkpoint lay this many tokens before the point where the prompt
+    /// departed from the cache (part of `decoded`).
+    #[serde(default)]
+    pub checkpoint_redecoded: u32,
+}
+
+/// How the KV cache was brought to a prompt ([`KvStats::path`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KvPath {
+    /// The longest common prefix was kept, everything after it decoded
+    /// (also the path of backends that report no cache figures).
+    #[default]
+    Prefix,
+    /// The common prefix was kept, and a block of cached tokens that the
+    /// prompt repeats later was shifted to its new position; only the gap
+    /// before it and what follows it were decoded.
+    Shift,
+    /// The sliding-window state was restored from a context checkpoint at or
+    /// before the common prefix's end, and decoding resumed from there.
+    Checkpoint,
+    /// The cache was cleared and the whole prompt decoded.
+    Cleared,
 }
 
 /// Token usage and cache figures of one reply.

@@ -21,18 +21,24 @@ use std::collections::HashMap;
 
 use llama_cpp_2::{LlamaStateSeqFlags, SeqState};
 
-use super::{Command, LlamaConfig, Ready};
+use super::reply_text::{Next, ReplyText};
+use super::{Command, KvMemory, LlamaConfig, Ready};
 use crate::backend::{CancelToken, KvSnapshot, SnapshotSlot, TokenSink};
 use crate::error::{InferenceError, Result};
 use crate::grammar::ToolGrammar;
 use crate::reply::assemble;
 use crate::template::RenderedPrompt;
-use crate::thinking::{ThinkStream, partial_suffix};
-use crate::types::{Generation, KvStats, ModelInfo, Sampling, StopReason, StreamEvent, Thinking, Usage};
+use crate::types::{Generation, KvPath, KvStats, ModelInfo, Sampling, StopReason, StreamEvent, Usage};
 
 const SEQ: i32 = 0;
-/// Closes a thinking block whose budget is spent, so the answer still comes.
-const THINK_CLOSE: &str = "\n</think>\n\n";
+/// Where a shifted tail waits while the gap before it is decoded: llama.cpp
+/// only appends to a sequence (a batch must start at its last position + 1),
+/// so the tail leaves sequence 0 for that time.
+const SCRATCH: i32 = 1;
+/// Cached tokens worth moving rather than decoding again.
+const MIN_SHIFT: usize = 16;
+/// Tokens of the n-grams that anchor the search for a shiftable block.
+const GRAM: usize = 8;
 
 /// Checks the file before llama.cpp sees it: exists, non-empty, GGUF magic.
 pub(crate) fn check_gguf(path: &Path) -> Result<()> {
@@ -107,7 +113,13 @@ fn serve(backend: &LlamaBackend, config: &LlamaConfig, model: &LlamaModel, ready
         .n_threads
         .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get() as i32).unwrap_or(1));
     let n_batch = config.n_batch.clamp(1, n_ctx);
+    let sliding_window = architecture_key(model, "attention.sliding_window").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    let shift = config.kv_shift && memory_can_shift(model, sliding_window, config.swa_full);
     let params = LlamaContextParams::default()
+        // A second sequence parks a shifted tail; the unified cache lets the
+        // two share cells (a copy between them only tags cells).
+        .with_n_seq_max(if shift { 2 } else { 1 })
+        .with_kv_unified(true)
         .with_n_ctx(NonZeroU32::new(n_ctx))
         .with_n_batch(n_batch)
         .with_n_ubatch(n_batch)
@@ -148,13 +160,28 @@ fn serve(backend: &LlamaBackend, config: &LlamaConfig, model: &LlamaModel, ready
     // `swa_full`: there `pos_min` (the max over the layer caches) can still read
     // 0 after a trim below the evicted range (the window cache is then simply
     // empty), so the check after the trim cannot see it. Such models clear fully.
-    let sliding_window = architecture_key(model, "attention.sliding_window").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-    let partial_trim = !matches!(model.rope_type(), Some(RopeType::MRope | RopeType::IMRope | RopeType::Vision))
-        && (sliding_window == 0 || config.swa_full);
+    let partial_trim = partial_trim_rope(model) && (sliding_window == 0 || config.swa_full);
     if ready.send(Ok(Ready { info, template, bos: bos.clone(), eos, key: key.clone() })).is_err() {
         return;
     }
-    let mut w = Worker { model, ctx, cached: Vec::new(), last_logits: None, n_batch: n_batch as usize, bos, key, partial_trim, memory: HashMap::new() };
+    // Without `swa_full` a sliding-window cache forgets what left the window:
+    // a trim resumes from a checkpoint instead.
+    let checkpoint = (sliding_window > 0 && !config.swa_full && partial_trim_rope(model) && config.checkpoints > 0 && config.checkpoint_every > 0)
+        .then_some(CheckpointPolicy { every: config.checkpoint_every as usize, keep: config.checkpoints as usize });
+    let mut w = Worker {
+        model,
+        ctx,
+        cached: Vec::new(),
+        last_logits: None,
+        n_batch: n_batch as usize,
+        bos,
+        key,
+        partial_trim,
+        shift,
+        checkpoint,
+        checkpoints: Vec::new(),
+        memory: HashMap::new(),
+    };
     while let Some(cmd) = rx.blocking_recv() {
         if matches!(cmd, Command::Stop) {
             break;
@@ -166,6 +193,73 @@ fn serve(backend: &LlamaBackend, config: &LlamaConfig, model: &LlamaModel, ready
             w.reset();
         }
     }
+}
+
+/// Whether the model's positions allow cutting a sequence at any position.
+fn partial_trim_rope(model: &LlamaModel) -> bool {
+    !matches!(model.rope_type(), Some(RopeType::MRope | RopeType::IMRope | RopeType::Vision)) && !model.is_recurrent() && !model.is_hybrid()
+}
+
+/// Where checkpoints are taken and how many are kept.
+#[derive(Debug, Clone, Copy)]
+struct CheckpointPolicy {
+    every: usize,
+    keep: usize,
+}
+
+/// The sliding-window state of the sequence when it held exactly `pos` tokens.
+struct Checkpoint {
+    pos: usize,
+    state: SeqState,
+}
+
+/// Whether llama.cpp's memory for this model and context can shift positions
+/// (`llama_memory_can_shift`). llama-cpp-2 0.1.160 wraps neither that call nor
+/// hands out the context pointer it needs, so this asks the same questions of
+/// the model: a recurrent or hybrid memory, a multi-position RoPE
+/// (`n_pos_per_embd > 1`) or Step35's per-layer RoPE cannot shift, and a
+/// sliding-window cache only when it is as large as the full one (`swa_full`).
+/// Shifting where llama.cpp cannot aborts the process, so this errs towards no.
+fn memory_can_shift(model: &LlamaModel, sliding_window: u64, swa_full: bool) -> bool {
+    let arch = model.meta_val_str("general.architecture").unwrap_or_default();
+    !model.is_recurrent()
+        && !model.is_hybrid()
+        && !matches!(model.rope_type(), Some(RopeType::MRope | RopeType::IMRope | RopeType::Vision))
+        && arch != "step35"
+        && (sliding_window == 0 || swa_full)
+}
+
+/// The longest block of `cached[p..]` that `prompt` repeats at or after `p`,
+/// as `(cached start, prompt start, length)`: after a compaction, the recent
+/// tail that now follows a summary. Anchored on `GRAM`-token n-grams; an
+/// n-gram seen more than 64 times in the cache (a run of one token) anchors
+/// nothing, which bounds the search on repetitive text.
+fn find_block(cached: &[LlamaToken], prompt: &[LlamaToken], p: usize) -> Option<(usize, usize, usize)> {
+    if cached.len() < p + GRAM || prompt.len() < p + GRAM {
+        return None;
+    }
+    let mut index: HashMap<&[LlamaToken], Vec<usize>> = HashMap::new();
+    for a in p..=cached.len() - GRAM {
+        index.entry(&cached[a..a + GRAM]).or_default().push(a);
+    }
+    let mut best: Option<(usize, usize, usize)> = None;
+    for c in p..=prompt.len() - GRAM {
+        let Some(starts) = index.get(&prompt[c..c + GRAM]) else { continue };
+        if starts.len() > 64 {
+            continue;
+        }
+        for &a in starts {
+            // Only maximal blocks: one that extends to the left was measured from its start.
+            if a > p && c > p && cached[a - 1] == prompt[c - 1] {
+                continue;
+            }
+            let k = cached[a..].iter().zip(&prompt[c..]).take_while(|(x, y)| x == y).count();
+            if best.is_none_or(|(_, _, b)| k > b) {
+                best = Some((a, c, k));
+            }
+        }
+    }
+    best
 }
 
 /// `{architecture}.{suffix}` from the GGUF metadata.
@@ -185,6 +279,13 @@ struct Worker<'m> {
     bos: String,
     key: String,
     partial_trim: bool,
+    /// Whether a cached tail may be shifted to a new position (the setting
+    /// and the memory's ability).
+    shift: bool,
+    /// Set for sliding-window models without `swa_full`.
+    checkpoint: Option<CheckpointPolicy>,
+    /// Ascending by position; every one a state of a prefix of `cached`.
+    checkpoints: Vec<Checkpoint>,
     /// In-memory snapshots by name: the sequence state and its tokens.
     memory: HashMap<String, (SeqState, Vec<LlamaToken>)>,
 }
@@ -241,6 +342,14 @@ impl Worker<'_> {
             Command::CachedTokens { reply } => {
                 let _ = reply.send(self.cached.len() as u32);
             }
+            Command::Memory { reply } => {
+                let _ = reply.send(KvMemory {
+                    tokens: self.cached.len() as u32,
+                    sequence_bytes: self.ctx.state_seq_get_size_ext(SEQ, LlamaStateSeqFlags::empty()) as u64,
+                    checkpoints: self.checkpoints.len() as u32,
+                    checkpoint_bytes: self.checkpoints.iter().map(|c| c.state.byte_len() as u64).sum(),
+                });
+            }
             Command::Stop => {}
         }
     }
@@ -248,7 +357,54 @@ impl Worker<'_> {
     fn reset(&mut self) {
         self.ctx.clear_kv_cache();
         self.cached.clear();
+        self.checkpoints.clear();
         self.last_logits = None;
+    }
+
+    /// Saves the sliding-window state now (the sequence holds `cached`).
+    /// The lowest two checkpoints are kept longest: a compaction cuts just
+    /// after the pinned head, near the start; the rest are the newest.
+    fn save_checkpoint(&mut self) {
+        let Some(policy) = self.checkpoint else { return };
+        let pos = self.cached.len();
+        if pos == 0 || self.checkpoints.last().is_some_and(|c| c.pos >= pos) {
+            return;
+        }
+        match self.ctx.state_seq_get(SEQ, LlamaStateSeqFlags::PARTIAL_ONLY) {
+            Ok(state) => self.checkpoints.push(Checkpoint { pos, state }),
+            Err(e) => tracing::warn!(pos, "context checkpoint not saved: {e}"),
+        }
+        while self.checkpoints.len() > policy.keep.max(1) {
+            let drop = if self.checkpoints.len() > 2 { 2 } else { 0 };
+            self.checkpoints.remove(drop.min(self.checkpoints.len() - 1));
+        }
+    }
+
+    /// Cuts the sequence to the checkpoint nearest at or before `p`: the
+    /// full-attention layers are trimmed, the window's state is put back as
+    /// it was. Returns the position resumed from, `None` when no checkpoint
+    /// fits or llama.cpp refused (the caller clears).
+    fn restore_checkpoint(&mut self, p: usize) -> Option<usize> {
+        self.checkpoints.retain(|c| c.pos <= p);
+        let cp = self.checkpoints.last()?;
+        let (q, state) = (cp.pos, cp.state.clone());
+        let removed = self.ctx.clear_kv_cache_seq(Some(SEQ as u32), Some(q as u32), None).unwrap_or(false);
+        if !removed {
+            tracing::warn!(q, "the memory refused to cut at a checkpoint");
+            return None;
+        }
+        if let Err(e) = self.ctx.state_seq_set(&state, SEQ) {
+            tracing::warn!(q, "context checkpoint not restored: {e}");
+            return None;
+        }
+        let held = (self.ctx.kv_cache_seq_pos_min(SEQ), self.ctx.kv_cache_seq_pos_max(SEQ));
+        if held.1 != q as i32 - 1 {
+            tracing::warn!(q, ?held, "the restored checkpoint does not end where it was taken");
+            return None;
+        }
+        self.cached.truncate(q);
+        self.last_logits = None;
+        Some(q)
     }
 
     fn tokenize(&self, text: &str) -> Vec<LlamaToken> {
@@ -262,19 +418,74 @@ impl Worker<'_> {
     fn cache_holds(&self, len: usize) -> bool {
         let min = self.ctx.kv_cache_seq_pos_min(SEQ);
         let max = self.ctx.kv_cache_seq_pos_max(SEQ);
-        if len == 0 { max < 0 } else { min == 0 && max == len as i32 - 1 }
+        // A sliding-window cache without `swa_full` reports the window's
+        // lowest position, which leaves 0 once the sequence outgrows it.
+        let min_ok = min == 0 || (self.checkpoint.is_some() && min >= 0);
+        if len == 0 { max < 0 } else { min_ok && max == len as i32 - 1 }
     }
 
-    /// Makes the cache hold `prompt[..keep]` where possible; returns what was done.
-    fn reuse_prefix(&mut self, prompt: &[LlamaToken], stats: &mut KvStats) -> usize {
+    /// Brings the cache to a prefix of `prompt` and returns its length
+    /// (`cached == prompt[..keep]`) and the prompt tokens decoded on the way
+    /// (the gap before a shifted tail). Sets `reused`, `trimmed`, `shifted`,
+    /// `full_clear` and `path` in `stats`.
+    fn prepare(&mut self, prompt: &[LlamaToken], stats: &mut KvStats, cancel: &CancelToken) -> Result<(usize, usize)> {
         let mut lcp = self.cached.iter().zip(prompt).take_while(|(a, b)| a == b).count();
         let exact = lcp == prompt.len() && self.cached.len() == prompt.len() && self.last_logits.is_some();
         if exact {
-            return lcp;
+            stats.reused = lcp as u32;
+            return Ok((lcp, 0));
         }
         if lcp == prompt.len() {
             // The last prompt token must be decoded again to get its logits.
             lcp -= 1;
+        }
+        if lcp < self.cached.len()
+            && self.shift
+            && let Some((a, c, k)) = find_block(&self.cached, prompt, lcp)
+        {
+            {
+                // The last prompt token is decoded, never shifted: its logits are needed.
+                let k = k.min(prompt.len() - 1 - c);
+                if k >= MIN_SHIFT {
+                    let n = self.cached.len();
+                    match self.shift_tail(prompt, lcp, a, c, k, cancel) {
+                        Ok(done) => {
+                            stats.trimmed = (n - lcp - k) as u32;
+                            stats.path = KvPath::Shift;
+                            if done {
+                                stats.shifted = k as u32;
+                                stats.reused = (lcp + k) as u32;
+                                return Ok((self.cached.len(), c - lcp));
+                            }
+                            // Cancelled while decoding the gap: the tail is gone.
+                            stats.reused = lcp as u32;
+                            return Ok((self.cached.len(), self.cached.len() - lcp));
+                        }
+                        Err(e) => {
+                            tracing::warn!("KV shift failed ({e}); clearing the cache");
+                            self.reset();
+                            stats.trimmed = n as u32;
+                            stats.full_clear = true;
+                            stats.path = KvPath::Cleared;
+                            return Ok((0, 0));
+                        }
+                    }
+                }
+            }
+        }
+        if lcp < self.cached.len() && self.checkpoint.is_some() {
+            stats.trimmed = (self.cached.len() - lcp) as u32;
+            self.last_logits = None;
+            if let Some(q) = self.restore_checkpoint(lcp) {
+                stats.path = KvPath::Checkpoint;
+                stats.checkpoint_redecoded = (lcp - q) as u32;
+                stats.reused = q as u32;
+                return Ok((q, 0));
+            }
+            self.reset();
+            stats.full_clear = true;
+            stats.path = KvPath::Cleared;
+            return Ok((0, 0));
         }
         if lcp < self.cached.len() {
             stats.trimmed = (self.cached.len() - lcp) as u32;
@@ -292,18 +503,71 @@ impl Worker<'_> {
             stats.full_clear = true;
             lcp = 0;
         }
+        if stats.full_clear {
+            stats.path = KvPath::Cleared;
+        }
         self.last_logits = None;
-        lcp
+        stats.reused = lcp as u32;
+        Ok((lcp, 0))
+    }
+
+    /// Keeps `prompt[..p]`, drops the cached tokens `[p, a)` and those after
+    /// `a + k`, moves the cached block `[a, a + k)` to positions `[c, c + k)`
+    /// and decodes `prompt[p..c]` in the gap. Returns `false` when cancelled
+    /// while decoding the gap (the cache then holds a prefix of the prompt,
+    /// the tail dropped). On an error the caller clears the cache.
+    fn shift_tail(&mut self, prompt: &[LlamaToken], p: usize, a: usize, c: usize, k: usize, cancel: &CancelToken) -> Result<bool> {
+        let pos = |x: usize| u32::try_from(x).map_err(|_| InferenceError::Decode("a position beyond u32".into()));
+        let fail = |what: &str| InferenceError::Decode(format!("KV shift: {what}"));
+        let rm = |ctx: &mut LlamaContext<'_>, seq: i32, p0: Option<u32>| ctx.clear_kv_cache_seq(Some(seq as u32), p0, None).unwrap_or(false);
+        self.last_logits = None;
+        if !rm(&mut self.ctx, SEQ, Some(pos(a + k)?)) {
+            return Err(fail("the memory refused to drop the tokens after the block"));
+        }
+        self.ctx.kv_cache_seq_cp(SEQ, SCRATCH, Some(pos(a)?), Some(pos(a + k)?)).map_err(|e| fail(&e.to_string()))?;
+        if !rm(&mut self.ctx, SEQ, Some(pos(p)?)) {
+            return Err(fail("the memory refused to drop the replaced range"));
+        }
+        self.cached.truncate(p);
+        if c != a {
+            let delta = i32::try_from(c as i64 - a as i64).map_err(|_| fail("a shift beyond i32"))?;
+            self.ctx.kv_cache_seq_add(SCRATCH, Some(pos(a)?), Some(pos(a + k)?), delta).map_err(|e| fail(&e.to_string()))?;
+        }
+        let parked = (self.ctx.kv_cache_seq_pos_min(SCRATCH), self.ctx.kv_cache_seq_pos_max(SCRATCH));
+        if !self.cache_holds(p) || parked != (c as i32, (c + k) as i32 - 1) {
+            return Err(fail(&format!("after the move the cache holds {parked:?} for the tail, expected [{c}, {})", c + k)));
+        }
+        let finished = self.decode(&prompt[p..c], Some(cancel))?;
+        if !finished {
+            rm(&mut self.ctx, SCRATCH, None);
+            return Ok(false);
+        }
+        self.ctx.kv_cache_seq_cp(SCRATCH, SEQ, Some(pos(c)?), Some(pos(c + k)?)).map_err(|e| fail(&e.to_string()))?;
+        rm(&mut self.ctx, SCRATCH, None);
+        self.cached.extend_from_slice(&prompt[c..c + k]);
+        self.last_logits = None;
+        if !self.cache_holds(c + k) || self.ctx.kv_cache_seq_pos_max(SCRATCH) >= 0 {
+            return Err(fail("the tail did not rejoin the sequence"));
+        }
+        Ok(true)
     }
 
     /// Decodes `tokens` at the end of the cache; logits only for the last one.
     fn decode(&mut self, tokens: &[LlamaToken], cancel: Option<&CancelToken>) -> Result<bool> {
-        for chunk in tokens.chunks(self.n_batch) {
+        let mut rest = tokens;
+        while !rest.is_empty() {
             if cancel.is_some_and(CancelToken::is_cancelled) {
                 return Ok(false);
             }
-            let mut batch = LlamaBatch::new(chunk.len(), 1);
             let start = self.cached.len();
+            let mut n = rest.len().min(self.n_batch);
+            if let Some(policy) = self.checkpoint {
+                // Chunks end on checkpoint positions.
+                n = n.min((start / policy.every + 1) * policy.every - start);
+            }
+            let (chunk, tail) = rest.split_at(n);
+            rest = tail;
+            let mut batch = LlamaBatch::new(chunk.len(), 1);
             for (i, t) in chunk.iter().enumerate() {
                 batch
                     .add(*t, (start + i) as i32, &[SEQ], i + 1 == chunk.len())
@@ -316,6 +580,9 @@ impl Worker<'_> {
             }
             self.cached.extend_from_slice(chunk);
             self.last_logits = Some(chunk.len() as i32 - 1);
+            if self.checkpoint.is_some_and(|p| self.cached.len().is_multiple_of(p.every)) {
+                self.save_checkpoint();
+            }
         }
         Ok(true)
     }
@@ -364,39 +631,31 @@ impl Worker<'_> {
         }
         let mut stats = KvStats { prompt_tokens, ..KvStats::default() };
         let t0 = Instant::now();
-        let keep = self.reuse_prefix(&tokens, &mut stats);
-        stats.reused = keep as u32;
-        stats.decoded = (tokens.len() - keep) as u32;
-        let finished = self.decode(&tokens[keep..], Some(cancel))?;
+        let (keep, gap) = self.prepare(&tokens, &mut stats, cancel)?;
+        stats.decoded = prompt_tokens - stats.reused;
+        let finished = if self.checkpoint.is_some() && tokens.len() - 1 > keep {
+            // A checkpoint just before the last prompt token: the next prompt
+            // departs from this one at the earliest there (its reply differs).
+            let body = self.decode(&tokens[keep..tokens.len() - 1], Some(cancel))?;
+            if body {
+                self.save_checkpoint();
+            }
+            body && self.decode(&tokens[tokens.len() - 1..], Some(cancel))?
+        } else {
+            self.decode(&tokens[keep..], Some(cancel))?
+        };
         stats.prefill_ms = t0.elapsed().as_millis() as u64;
         let mut usage = Usage { kv: stats, ..Usage::default() };
         if !finished {
-            usage.kv.decoded = (self.cached.len().saturating_sub(keep)) as u32;
+            usage.kv.decoded = (gap + self.cached.len().saturating_sub(keep)) as u32;
             return Ok(assemble(String::new(), prompt.thinking_open, prompt.tool_format, Vec::new(), None, StopReason::Cancelled, usage));
         }
 
         let t1 = Instant::now();
         let max = sampling.max_tokens;
-        // The answer always keeps a quarter of max_tokens: thinking never eats it all.
-        let think_cap = {
-            let ceiling = max - (max / 4).max(1).min(max);
-            match sampling.thinking {
-                Thinking::Budget(n) => n.min(ceiling),
-                Thinking::On | Thinking::Off => ceiling,
-            }
-        };
-        let mut stops: Vec<&str> = prompt.stop.iter().map(String::as_str).collect();
-        stops.extend(sampling.stop.iter().map(String::as_str));
-        stops.retain(|s| !s.is_empty());
         let mut sampler = self.sampler(sampling, grammar);
-        let vocab = self.model.vocab();
-        let mut think = ThinkStream::new(prompt.thinking_open);
-        let mut raw = String::new();
-        let mut pending_bytes: Vec<u8> = Vec::new();
-        let mut emitted = 0usize;
-        let mut generated = 0u32;
-        let mut thinking_tokens = 0u32;
-        let emit = |events: Vec<StreamEvent>| {
+        let mut reply = ReplyText::new(prompt, sampling);
+        let mut emit = |events: Vec<StreamEvent>| {
             if let Some(sink) = sink {
                 for e in events {
                     let _ = sink.send(e);
@@ -407,7 +666,7 @@ impl Worker<'_> {
             if cancel.is_cancelled() {
                 break StopReason::Cancelled;
             }
-            if generated >= max {
+            if reply.generated >= max {
                 break StopReason::MaxTokens;
             }
             if self.cached.len() as u32 >= n_ctx {
@@ -417,51 +676,22 @@ impl Worker<'_> {
                 return Err(InferenceError::Decode("no logits to sample from".into()));
             };
             let token = sampler.sample(&self.ctx, idx);
-            if vocab.is_eog(token) {
+            if self.model.vocab().is_eog(token) {
                 break StopReason::EndOfTurn;
             }
-            generated += 1;
-            if think.in_thinking() {
-                thinking_tokens += 1;
-            }
-            pending_bytes.extend(vocab.token_to_piece(token, true, None));
-            let valid = match std::str::from_utf8(&pending_bytes) {
-                Ok(s) => s.len(),
-                Err(e) if e.error_len().is_none() => e.valid_up_to(),
-                Err(_) => pending_bytes.len(),
-            };
-            raw.push_str(&String::from_utf8_lossy(&pending_bytes[..valid]));
-            pending_bytes.drain(..valid);
-
-            // Stop strings end the reply and are not part of it.
-            let search_from = emitted;
-            if let Some((at, _)) = stops.iter().filter_map(|s| raw[search_from..].find(s).map(|i| (search_from + i, *s))).min() {
-                raw.truncate(at);
-                break StopReason::StopString;
-            }
-            let mut next = vec![token];
-            if think.in_thinking() && thinking_tokens >= think_cap {
-                // Budget spent: close the block and let the answer come.
-                raw.push_str(THINK_CLOSE);
-                next.extend(vocab.tokenize(THINK_CLOSE.as_bytes(), false, true));
-            }
-            let hold = stops.iter().map(|s| partial_suffix(&raw, s)).max().unwrap_or(0);
-            let safe = raw.len() - hold;
-            if safe > emitted && raw.is_char_boundary(safe) {
-                emit(think.push(&raw[emitted..safe]));
-                emitted = safe;
-            }
-            if !self.decode(&next, None)? {
-                break StopReason::Cancelled;
+            match reply.push(self.model, token, &mut emit) {
+                Next::Stop(reason) => break reason,
+                Next::Decode(next) => {
+                    if !self.decode(&next, None)? {
+                        break StopReason::Cancelled;
+                    }
+                }
             }
         };
-        if emitted < raw.len() {
-            emit(think.push(&raw[emitted..]));
-        }
-        emit(think.finish());
+        usage.completion_tokens = reply.generated;
+        usage.thinking_tokens = reply.thinking_tokens;
+        let raw = reply.finish(&mut emit);
         usage.kv.decode_ms = t1.elapsed().as_millis() as u64;
-        usage.completion_tokens = generated;
-        usage.thinking_tokens = thinking_tokens;
         Ok(assemble(raw, prompt.thinking_open, prompt.tool_format, Vec::new(), None, stop_reason, usage))
     }
 
@@ -555,5 +785,51 @@ impl Worker<'_> {
         self.cached = tokens;
         self.last_logits = None;
         Ok(KvSnapshot { tokens: ids(&self.cached), bytes: state.byte_len() as u64, key: self.key.clone() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn toks(v: impl IntoIterator<Item = i32>) -> Vec<LlamaToken> {
+        v.into_iter().map(LlamaToken).collect()
+    }
+
+    /// head 0..20, middle 100..300, tail 500..560, then a reply; the new
+    /// prompt is head + summary 900..930 + tail + generation prompt.
+    #[test]
+    fn finds_the_tail_behind_a_summary() {
+        let cached = toks((0..20).chain(100..300).chain(500..560).chain(700..705));
+        let prompt = toks((0..20).chain(900..930).chain(500..560).chain([7, 8]));
+        assert_eq!(find_block(&cached, &prompt, 20), Some((220, 50, 60)));
+    }
+
+    #[test]
+    fn nothing_to_shift_without_a_shared_block() {
+        let cached = toks((0..20).chain(100..300));
+        let prompt = toks((0..20).chain(900..930));
+        assert_eq!(find_block(&cached, &prompt, 20), None);
+        // A shared run shorter than the anchor is no block either.
+        let prompt = toks((0..20).chain(100..105).chain(900..930));
+        assert_eq!(find_block(&cached, &prompt, 20), None);
+    }
+
+    /// Of two shared blocks the longer wins, and a block is measured from its
+    /// own start (not from an anchor inside it).
+    #[test]
+    fn the_longest_block_wins() {
+        let cached = toks((0..10).chain(100..130).chain(200..210).chain(300..380));
+        let prompt = toks((0..10).chain(100..130).chain(50..60).chain(300..380));
+        // The prefix covers 0..40 of both; after it, 300..380 is the longest.
+        assert_eq!(find_block(&cached, &prompt, 40), Some((50, 50, 80)));
+    }
+
+    /// A run of one repeated token anchors nothing (bounded search).
+    #[test]
+    fn repetitive_text_is_bounded() {
+        let cached = toks(std::iter::repeat_n(5, 2000));
+        let prompt = toks(std::iter::repeat_n(5, 2000));
+        assert_eq!(find_block(&cached, &prompt, 10), None);
     }
 }

@@ -4,8 +4,8 @@
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use mf_inference::{
-    Backend, CancelToken, ChatMessage, GenerateRequest, Generation, InferenceError, LlamaConfig, LlamaSession, Sampling, StopReason,
-    StreamEvent, Thinking,
+    Backend, CancelToken, ChatMessage, GenerateRequest, Generation, InferenceError, KvPath, LlamaConfig, LlamaSession, Sampling,
+    StopReason, StreamEvent, Thinking,
 };
 use pretty_assertions::assert_eq;
 
@@ -423,4 +423,208 @@ fn smollm2_tool_calls_are_held_to_the_schema_by_the_grammar() {
         }
     }
     eprintln!("tool-call grammar: {opened}/4 replies opened and finished a call, all well-formed");
+}
+
+/// One tool round of a scripted investigation: the call and its JSON result.
+fn order_round(k: u32) -> [ChatMessage; 2] {
+    use mf_inference::ToolCall;
+    let id = format!("call_{k}");
+    let orders: Vec<_> = (0..6u32)
+        .map(|i| {
+            let n = k * 6 + i;
+            let customer = ["acme", "globex", "initech", "umbrella"][(n % 4) as usize];
+            let status = ["paid", "refunded", "shipped"][(n % 3) as usize];
+            serde_json::json!({"id": format!("ord-{:04}", 1000 + n * 37 % 9000), "customer": customer,
+                "amount": f64::from((n * 7919) % 50_000) / 100.0, "status": status})
+        })
+        .collect();
+    [
+        ChatMessage::assistant_tool_calls(
+            format!("Fetching page {k}."),
+            vec![ToolCall { id: id.clone(), name: "http_get".into(), arguments: serde_json::json!({"path": format!("/api/orders?page={k}")}) }],
+        ),
+        ChatMessage::tool_result(id, "http_get", serde_json::json!({"page": k, "orders": orders}).to_string()),
+    ]
+}
+
+fn order_head() -> Vec<ChatMessage> {
+    vec![
+        ChatMessage::system("You are an investigator. Use the tools, cite order ids, be brief."),
+        ChatMessage::user("Which customer had the most refunded orders, and what was the refunded total?"),
+    ]
+}
+
+/// Greedy tokens generated after `prompt_tokens`, read back from the cache.
+fn generated_ids(s: &LlamaSession, prompt_tokens: u32) -> Vec<i32> {
+    s.cached_token_ids_blocking().unwrap()[prompt_tokens as usize..].to_vec()
+}
+
+/// After a compaction (the head kept, the middle rounds replaced by a
+/// summary, the last rounds kept), the worker keeps the head, shifts the
+/// cached last rounds behind the summary and decodes only the summary and
+/// what follows the tail; the greedy continuation is compared token by token
+/// with a fresh decode of the same prompt. Returns (equal tokens, compared
+/// tokens, identical replies, compactions).
+fn shift_agreement(s: &LlamaSession, name: &str) -> (usize, usize, usize, usize) {
+    let tools = super::support::tools();
+    let ask = |messages: &[ChatMessage], max: u32| {
+        let req = GenerateRequest { messages: messages.to_vec(), tools: tools.clone(), sampling: Sampling::greedy(max) };
+        s.generate_blocking(req, None, CancelToken::new()).unwrap()
+    };
+    let summaries = [
+        "Summary so far: pages 1-3 read; refunds: globex 2 (ord-1259, ord-1555), acme 1 (ord-1111).",
+        "Summary: the first pages show umbrella with three refunds totalling 812.40; globex has one.",
+        "Summary of earlier rounds: no refunds on pages 1 and 2; page 3 had ord-1407 refunded (233.10) for initech.",
+    ];
+    let (mut equal, mut compared, mut identical) = (0, 0, 0);
+    for (v, summary) in summaries.iter().enumerate() {
+        let kept = 2 + v as u32 % 2;
+        let rounds = 5 + v as u32;
+        s.clear_blocking().unwrap();
+        let mut long = order_head();
+        for k in 1..=rounds {
+            long.extend(order_round(k));
+            ask(&long, 8);
+        }
+        let mut compacted = order_head();
+        compacted.push(ChatMessage::user(*summary));
+        for k in rounds - kept + 1..=rounds {
+            compacted.extend(order_round(k));
+        }
+        let shifted = ask(&compacted, 32);
+        let kv = shifted.usage.kv;
+        let after_shift = generated_ids(s, kv.prompt_tokens);
+        // The summary message alone, rendered as the template does: what is left to decode.
+        let opts = mf_inference::template::RenderOptions { add_generation_prompt: false, thinking: false };
+        let with_summary = s.template().render(&compacted[..3], &tools, opts).unwrap().text;
+        let head_only = s.template().render(&compacted[..2], &tools, opts).unwrap().text;
+        let summary_tokens = s.count_text_tokens_blocking(&with_summary).unwrap() - s.count_text_tokens_blocking(&head_only).unwrap();
+        s.clear_blocking().unwrap();
+        let fresh = ask(&compacted, 32);
+        let fresh_ids = generated_ids(s, fresh.usage.kv.prompt_tokens);
+        let n = after_shift.len().min(fresh_ids.len());
+        let same = after_shift.iter().zip(&fresh_ids).filter(|(a, b)| a == b).count();
+        let prefix = after_shift.iter().zip(&fresh_ids).take_while(|(a, b)| a == b).count();
+        eprintln!(
+            "{name} compaction {v}: {kv:?}; summary {summary_tokens} tokens; greedy tokens equal {same}/{n} (first {prefix} in a row)\n  shifted: {:?}\n  fresh:   {:?}",
+            shifted.raw_text, fresh.raw_text
+        );
+        assert_eq!(kv.path, KvPath::Shift, "{kv:?}");
+        assert!(kv.shifted > 100, "the kept rounds were shifted, not decoded: {kv:?}");
+        assert_eq!(kv.reused + kv.decoded, kv.prompt_tokens);
+        // Decoded: the summary message plus the template's glue around the tail (the generation prompt).
+        assert!(kv.decoded <= summary_tokens + 8, "decoded {} for a {summary_tokens}-token summary: {kv:?}", kv.decoded);
+        // A shift that broke the positions (no re-rotation, wrong delta) gives garbage from the first token.
+        assert_eq!(after_shift.first(), fresh_ids.first(), "{name}: the first greedy token after the shift differs");
+        equal += same;
+        compared += n;
+        identical += usize::from(shifted.raw_text == fresh.raw_text);
+    }
+    eprintln!("{name}: KV shift agreement {equal}/{compared} greedy tokens, {identical}/{} replies identical", summaries.len());
+    (equal, compared, identical, summaries.len())
+}
+
+/// A session with the shift switched on (it is off by default).
+fn shifting(file: &str) -> Option<LlamaSession> {
+    let mut cfg = LlamaConfig::new(model_path(file)?).with_n_ctx(N_CTX);
+    cfg.kv_shift = true;
+    Some(LlamaSession::load(cfg).unwrap())
+}
+
+#[test]
+fn smollm2_kv_shift_after_compaction_agrees_with_fresh_decode() {
+    let Some(s) = shifting(SMOL) else { return };
+    shift_agreement(&s, "SmolLM2");
+}
+
+#[test]
+fn gemma3_kv_shift_after_compaction_agrees_with_fresh_decode() {
+    let Some(s) = shifting(GEMMA) else { return };
+    shift_agreement(&s, "Gemma 3");
+}
+
+/// With the setting off the same compaction takes the plain path: prefix kept, the rest decoded.
+#[test]
+fn kv_shift_off_redecodes_the_tail() {
+    let Some(path) = model_path(SMOL) else { return };
+    let mut cfg = LlamaConfig::new(path).with_n_ctx(N_CTX);
+    cfg.kv_shift = false;
+    let s = LlamaSession::load(cfg).unwrap();
+    let mut long = order_head();
+    for k in 1..=4 {
+        long.extend(order_round(k));
+    }
+    generate(&s, &long, 4);
+    let mut compacted = order_head();
+    compacted.push(ChatMessage::user("Summary: pages 1-2 read."));
+    compacted.extend(order_round(3));
+    compacted.extend(order_round(4));
+    let kv = generate(&s, &compacted, 4).usage.kv;
+    assert_eq!((kv.path, kv.shifted), (KvPath::Prefix, 0), "{kv:?}");
+    assert!(kv.decoded > 200, "{kv:?}");
+}
+
+/// Gemma 3 without `swa_full`: a compaction restores the context checkpoint
+/// nearest before the cut (the window's state) instead of clearing the cache,
+/// and the greedy reply equals a fresh decode. Beside it the same rounds with
+/// `swa_full` (shifting): decoded tokens and the KV bytes the sequence and its
+/// checkpoints hold are printed for both.
+#[test]
+fn gemma3_checkpoints_replace_swa_full() {
+    let Some(path) = model_path(GEMMA) else { return };
+    let tools = super::support::tools();
+    let run = |swa_full: bool| {
+        let mut cfg = LlamaConfig::new(&path).with_n_ctx(N_CTX);
+        cfg.swa_full = swa_full;
+        cfg.kv_shift = true;
+        let s = LlamaSession::load(cfg).unwrap();
+        let ask = |messages: &[ChatMessage], max: u32| {
+            let req = GenerateRequest { messages: messages.to_vec(), tools: tools.clone(), sampling: Sampling::greedy(max) };
+            s.generate_blocking(req, None, CancelToken::new()).unwrap()
+        };
+        let mut long = order_head();
+        let mut decoded = 0;
+        let mut rounds = Vec::new();
+        for k in 1..=6 {
+            long.extend(order_round(k));
+            let kv = ask(&long, 8).usage.kv;
+            decoded += kv.decoded;
+            rounds.push(kv);
+        }
+        let before = s.kv_memory_blocking().unwrap();
+        let mut compacted = order_head();
+        compacted.push(ChatMessage::user("Summary: pages 1-4 read; refunds so far: globex 2 (ord-1259, ord-1555)."));
+        compacted.extend(order_round(5));
+        compacted.extend(order_round(6));
+        let after = ask(&compacted, 24);
+        let memory = s.kv_memory_blocking().unwrap();
+        s.clear_blocking().unwrap();
+        let fresh = ask(&compacted, 24);
+        (rounds, decoded, before, after, memory, fresh)
+    };
+    let (r_ckpt, dec_ckpt, mem_ckpt_before, ckpt, mem_ckpt, fresh_ckpt) = run(false);
+    let (r_full, dec_full, mem_full_before, full, mem_full, fresh_full) = run(true);
+    eprintln!("swa_full: rounds {:?}\n  decoded in 6 rounds {dec_full}, memory after round 6 {mem_full_before:?}\n  compaction {:?}\n  memory {mem_full:?}", r_full.iter().map(|k| (k.decoded, k.path)).collect::<Vec<_>>(), full.usage.kv);
+    eprintln!("checkpoints: rounds {:?}\n  decoded in 6 rounds {dec_ckpt}, memory after round 6 {mem_ckpt_before:?}\n  compaction {:?}\n  memory {mem_ckpt:?}", r_ckpt.iter().map(|k| (k.decoded, k.path)).collect::<Vec<_>>(), ckpt.usage.kv);
+    eprintln!("replies: swa_full {:?} (fresh {:?}); checkpoints {:?} (fresh {:?})", full.raw_text, fresh_full.raw_text, ckpt.raw_text, fresh_ckpt.raw_text);
+    // Rounds 2-6 extend the previous prompt (past the window, 512): the
+    // cache is kept, never cleared, and decodes what the full cache decodes.
+    for kv in &r_ckpt[1..] {
+        assert_ne!(kv.path, KvPath::Cleared, "{kv:?}");
+        assert!(kv.checkpoint_redecoded <= 9, "{kv:?}");
+    }
+    assert_eq!(dec_ckpt, dec_full);
+    let kv = ckpt.usage.kv;
+    assert_eq!(kv.path, KvPath::Checkpoint, "the compaction resumed from a checkpoint: {kv:?}");
+    assert!(!kv.full_clear);
+    assert!(kv.reused >= 200, "{kv:?}");
+    // The window's checkpoint makes the cut exact: the reply is a fresh decode's.
+    assert_eq!(ckpt.raw_text, fresh_ckpt.raw_text);
+    assert!(mem_ckpt_before.checkpoints > 0 && mem_ckpt_before.checkpoint_bytes > 0, "{mem_ckpt_before:?}");
+    assert_eq!(mem_full_before.checkpoints, 0);
+    assert!(mem_ckpt_before.tokens > 600, "{mem_ckpt_before:?}");
+    // Measured (n_ctx 2048, 1,473 tokens): the sequence's state is the same
+    // size either way (12.4 MB) and the checkpoints add 18.7 MB: at this
+    // context the saving is in the window layers' allocated cache only.
+    eprintln!("sequence bytes: swa_full {} / window + checkpoints {} + {}", mem_full_before.sequence_bytes, mem_ckpt_before.sequence_bytes, mem_ckpt_before.checkpoint_bytes);
 }

@@ -1,5 +1,6 @@
 //! `mf bench-kv`: how much of each prompt the KV cache saves over a scripted
-//! tool investigation, and whether reuse changes greedy output.
+//! tool investigation, and whether reuse changes greedy output. A measurement
+//! of `mf_inference`'s llama.cpp session, so it lives with the benchmarks.
 //!
 //! Two scenarios are replayed on one model, each with reuse on (the session
 //! keeps its cache) and off (the cache is cleared before every round):
@@ -9,7 +10,10 @@
 //! - `compaction`: 10 rounds; after round 5 the middle of the conversation is
 //!   replaced by a summary (system prompt and question pinned, the last two
 //!   tool rounds kept). Round 6 runs on the compacted conversation itself, so
-//!   its decoded tokens can be compared with summary + recent.
+//!   its decoded tokens can be compared with summary + recent, and, where
+//!   the model's memory can shift positions, with the summary alone: the
+//!   recent rounds are already cached and are moved behind the summary. The
+//!   same round is also run on a session with the shift switched off.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -17,11 +21,10 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::backend::CancelToken;
+use mf_inference::template::RenderOptions;
+use mf_inference::{Backend, CancelToken, ChatMessage, GenerateRequest, KvPath, LlamaConfig, LlamaSession, Sampling, ToolCall, ToolSpec};
+
 use crate::error::Result;
-use crate::llama::{LlamaConfig, LlamaSession};
-use crate::template::RenderOptions;
-use crate::types::{ChatMessage, GenerateRequest, Sampling, ToolCall, ToolSpec};
 
 /// What to run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -61,6 +64,12 @@ pub struct RoundReport {
     pub trimmed: u32,
     /// Whether the cache was cleared entirely.
     pub full_clear: bool,
+    /// Cached tokens moved to a new position instead of decoded (in `reused`).
+    #[serde(default)]
+    pub shifted: u32,
+    /// How the cache met the prompt.
+    #[serde(default)]
+    pub path: KvPath,
     /// Wall time of the whole generation, ms.
     pub wall_ms: u64,
     /// Of which prompt decoding, ms.
@@ -107,6 +116,24 @@ pub struct CompactionReport {
     pub trimmed: u32,
     /// Whether the model's memory forced a full clear.
     pub full_clear: bool,
+    /// How the cache met the compacted prompt (`shift` when the recent
+    /// rounds were moved behind the summary).
+    pub path: KvPath,
+    /// Tokens not decoded again thanks to the shift (the recent rounds, moved).
+    pub shifted: u32,
+    /// Tokens of the summary message as the template renders it.
+    pub summary_tokens: u32,
+    /// What was decoded beyond the summary: the template's glue (the
+    /// generation prompt after the kept tail) when the shift ran.
+    pub glue_tokens: u32,
+    /// `re_decoded / summary_tokens`.
+    pub re_decoded_per_summary_token: f64,
+    /// The same round on a session with the shift switched off.
+    pub re_decoded_without_shift: u32,
+    /// Prefill wall time of the round with and without the shift, ms.
+    pub prefill_ms: (u64, u64),
+    /// Greedy reply of the round with and without the shift identical.
+    pub same_reply_without_shift: bool,
 }
 
 /// The whole benchmark.
@@ -213,6 +240,8 @@ fn run_rounds(session: &LlamaSession, convs: &[(Vec<ChatMessage>, bool)], reuse:
             decoded: kv.decoded,
             trimmed: kv.trimmed,
             full_clear: kv.full_clear,
+            shifted: kv.shifted,
+            path: kv.path,
             wall_ms,
             prefill_ms: kv.prefill_ms,
             reply: g.raw_text,
@@ -220,6 +249,14 @@ fn run_rounds(session: &LlamaSession, convs: &[(Vec<ChatMessage>, bool)], reuse:
         prev_prompt = kv.prompt_tokens;
     }
     Ok(Mode { rounds })
+}
+
+/// A session on `config`'s model with the shift on or off.
+fn load(config: &BenchKvConfig, kv_shift: bool) -> Result<LlamaSession> {
+    let mut lc = LlamaConfig::new(&config.model_path).with_n_ctx(config.n_ctx);
+    lc.n_threads = config.n_threads;
+    lc.kv_shift = kv_shift;
+    Ok(LlamaSession::load(lc)?)
 }
 
 fn scenario(name: &str, session: &LlamaSession, convs: &[(Vec<ChatMessage>, bool)], reply_tokens: u32) -> Result<ScenarioReport> {
@@ -252,10 +289,8 @@ fn scenario(name: &str, session: &LlamaSession, convs: &[(Vec<ChatMessage>, bool
 /// # Errors
 /// Load errors, and any generation error.
 pub fn run(config: &BenchKvConfig) -> Result<BenchKvReport> {
-    let mut lc = LlamaConfig::new(&config.model_path).with_n_ctx(config.n_ctx);
-    lc.n_threads = config.n_threads;
-    let session = LlamaSession::load(lc)?;
-    let info = crate::backend::Backend::model_info(&session);
+    let session = load(config, true)?;
+    let info = session.model_info();
 
     // Warm-up so page faults of the first load do not count against either mode.
     let mut warm = head();
@@ -299,7 +334,17 @@ pub fn run(config: &BenchKvConfig) -> Result<BenchKvReport> {
         .render(&head(), &tools(), RenderOptions { add_generation_prompt: false, thinking: false })?
         .text;
     let pinned_tokens = session.count_text_tokens_blocking(&pinned_text)?;
+    let mut with_summary = head();
+    with_summary.push(summary());
+    let summary_text = session.template().render(&with_summary, &tools(), RenderOptions { add_generation_prompt: false, thinking: false })?.text;
+    let summary_tokens = session.count_text_tokens_blocking(&summary_text)?.saturating_sub(pinned_tokens);
+    drop(session);
+    // Rounds 1-6 again on a session that never shifts.
+    let plain = load(config, false)?;
+    let without = run_rounds(&plain, &convs[..6], true, config.reply_tokens)?.rounds;
+    drop(plain);
     let r6 = &compaction.reuse[5];
+    let w6 = &without[5];
     let compaction_step = CompactionReport {
         round: 6,
         pinned_tokens,
@@ -308,6 +353,14 @@ pub fn run(config: &BenchKvConfig) -> Result<BenchKvReport> {
         reused: r6.reused,
         trimmed: r6.trimmed,
         full_clear: r6.full_clear,
+        path: r6.path,
+        shifted: r6.shifted,
+        summary_tokens,
+        glue_tokens: r6.decoded.saturating_sub(summary_tokens),
+        re_decoded_per_summary_token: if summary_tokens == 0 { 0.0 } else { f64::from(r6.decoded) / f64::from(summary_tokens) },
+        re_decoded_without_shift: w6.decoded,
+        prefill_ms: (r6.prefill_ms, w6.prefill_ms),
+        same_reply_without_shift: r6.reply == w6.reply,
     };
     let round5_speedup = investigation.speedup.get(4).copied().unwrap_or(0.0);
     Ok(BenchKvReport {
@@ -331,12 +384,12 @@ impl BenchKvReport {
         let _ = writeln!(s, "model {} ({}), n_ctx {}, {} reply tokens per round", self.model, self.architecture.as_deref().unwrap_or("?"), self.n_ctx, self.reply_tokens);
         for sc in [&self.investigation, &self.compaction] {
             let _ = writeln!(s, "\n{}:", sc.name);
-            let _ = writeln!(s, "round | prompt | reused | decoded | wall ms (reuse) | decoded | wall ms (no reuse) | speedup | same reply");
+            let _ = writeln!(s, "round | prompt | reused | shifted | decoded | wall ms (reuse) | decoded | wall ms (no reuse) | speedup | same reply");
             for ((a, b), sp) in sc.reuse.iter().zip(&sc.no_reuse).zip(&sc.speedup) {
                 let _ = writeln!(
                     s,
-                    "{:>5} | {:>6} | {:>6} | {:>7} | {:>15} | {:>7} | {:>18} | {:>6.2}x | {}",
-                    a.round, a.prompt_tokens, a.reused, a.decoded, a.wall_ms, b.decoded, b.wall_ms, sp, a.reply == b.reply
+                    "{:>5} | {:>6} | {:>6} | {:>7} | {:>7} | {:>15} | {:>7} | {:>18} | {:>6.2}x | {}",
+                    a.round, a.prompt_tokens, a.reused, a.shifted, a.decoded, a.wall_ms, b.decoded, b.wall_ms, sp, a.reply == b.reply
                 );
             }
             let _ = writeln!(
@@ -350,6 +403,16 @@ impl BenchKvReport {
             s,
             "\ncompaction (round {}): re-decoded {} tokens, summary + recent = {} tokens, pinned {} tokens, reused {}, trimmed {}, full clear {}",
             c.round, c.re_decoded, c.summary_plus_recent_tokens, c.pinned_tokens, c.reused, c.trimmed, c.full_clear
+        );
+        let _ = writeln!(
+            s,
+            "  path {:?}: {} tokens not re-decoded thanks to the shift; summary {} tokens + glue {} = {} re-decoded ({:.3} x summary)",
+            c.path, c.shifted, c.summary_tokens, c.glue_tokens, c.re_decoded, c.re_decoded_per_summary_token
+        );
+        let _ = writeln!(
+            s,
+            "  without the shift: re-decoded {} tokens; prefill {} ms vs {} ms; same greedy reply: {}",
+            c.re_decoded_without_shift, c.prefill_ms.0, c.prefill_ms.1, c.same_reply_without_shift
         );
         let _ = writeln!(s, "round-5 speedup: {:.2}x", self.round5_speedup);
         s
