@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
 """Validate a directory of compaction scenarios against the shared format.
 
-Usage: python3 scenarios/tools/validate.py [DIR] [--strict] [--markdown]
+Usage: python3 scenarios/tools/validate.py [DIR|FILE] [--strict] [--markdown]
 
-DIR defaults to scenarios/compaction. Two kinds of findings:
+DIR defaults to scenarios/compaction. A directory of live agentic worlds
+(scenarios/agentic: objects with "endpoints") is checked as worlds: the format
+the Rust loader parses, plus the rules of a long world (12+ calls on the route,
+facts from 12+ endpoints, one contradiction, one date-ordered chain, an early
+fact, wrong-value traps, a window that fills in 3-4 rounds) as warnings.
+Two kinds of findings:
 
 * errors — the file breaks the format contract (what `mf plan` / the Rust
   parser would reject, plus a few structural rules of the contract such as
@@ -297,15 +302,209 @@ class Checker:
             self.warn("messages", f"~{t} tokens; target for {length} is {lo_t}-{hi_t}")
 
 
+# ----------------------------------------------------------------------
+# Live agentic worlds (scenarios/agentic/*.json): the format that
+# crates/mf-bench/src/agentic/world.rs parses. Errors are what the Rust loader
+# refuses too; warnings are the design rules of a long world (12+ calls), made
+# errors by --strict.
+
+WORLD_KEYS = {"id", "title", "system", "question", "route", "endpoints", "probes"}
+WORLD_REQUIRED = {"id", "title", "question", "endpoints", "probes"}
+ENDPOINT_KEYS = {"path", "status", "body"}
+WPROBE_KEYS = {"id", "fact", "source", "required", "partial", "wrong", "reference", "kind"}
+WPROBE_REQUIRED = {"id", "fact", "source", "required", "reference"}
+PROBE_KINDS = ["fact", "contradiction", "order"]
+LONG_ROUTE = 12
+# The benchmark's defaults (bench-forgetting agentic): C, G, result cut.
+DEFAULT_CTX, DEFAULT_RESERVE, DEFAULT_RESULT_CHARS = 2048, 192, 1200
+CHARS_PER_TOKEN = 3.0  # compact JSON with these tokenizers, measured ~2.8-3.3
+CALL_TOKENS = 45  # one fenced call with its URL, template included
+
+
+def compact_json(v) -> str:
+    return json.dumps(v, separators=(",", ":"), ensure_ascii=False)
+
+
+class WorldChecker(Checker):
+    def check(self) -> dict | None:
+        try:
+            doc = json.loads(self.path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            self.err("file", f"not readable JSON: {e}")
+            return None
+        if not isinstance(doc, dict):
+            self.err("file", "top level must be an object")
+            return None
+        for k in sorted(set(doc) - WORLD_KEYS):
+            self.err(k, "unknown field")
+        for k in sorted(WORLD_REQUIRED - set(doc)):
+            self.err(k, "missing field")
+        if isinstance(doc.get("id"), str) and doc["id"] != self.path.stem:
+            self.err("id", f"{doc['id']!r} differs from the file name {self.path.stem!r}")
+        for k in ("title", "question"):
+            if k in doc and (not isinstance(doc[k], str) or not doc[k].strip()):
+                self.err(k, "must be a non-empty string")
+        question = doc.get("question") if isinstance(doc.get("question"), str) else ""
+        if question and "{base}" not in question:
+            self.err("question", "does not name the world's base URL ({base})")
+        eps = doc.get("endpoints")
+        if not isinstance(eps, list) or not eps:
+            self.err("endpoints", "must be a non-empty array")
+            eps = []
+        bodies: dict[str, str] = {}
+        for i, e in enumerate(eps):
+            w = f"endpoints[{i}]"
+            if not isinstance(e, dict):
+                self.err(w, "must be an object")
+                continue
+            for k in sorted(set(e) - ENDPOINT_KEYS):
+                self.err(f"{w}.{k}", "unknown field")
+            if "body" not in e:
+                self.err(f"{w}.body", "missing field")
+            path = e.get("path")
+            if not isinstance(path, str) or not path.startswith("/"):
+                self.err(f"{w}.path", f"{path!r} does not start with /")
+                continue
+            if path in bodies:
+                self.err(f"{w}.path", f"{path!r} is listed twice")
+            status = e.get("status", 200)
+            if not isinstance(status, int) or not 100 <= status <= 599:
+                self.err(f"{w}.status", f"{status!r} is not an HTTP status")
+            bodies[path] = compact_json(e.get("body"))
+            if len(bodies[path]) > DEFAULT_RESULT_CHARS:
+                self.warn(f"{w}.body", f"{len(bodies[path])} characters: cut at the default {DEFAULT_RESULT_CHARS}")
+        route = doc.get("route", [])
+        if not isinstance(route, list) or not all(isinstance(r, str) for r in route):
+            self.err("route", "must be an array of endpoint paths")
+            route = []
+        for j, r in enumerate(route):
+            if r not in bodies:
+                self.err(f"route[{j}]", f"{r!r} is not an endpoint of this world")
+            if r in route[:j]:
+                self.err(f"route[{j}]", f"{r!r} is on the route twice")
+        if route and question and any(("{base}" + r) not in question for r in route) and route[0] not in question:
+            self.warn("question", "names neither the route's URLs nor its first one")
+        probes = doc.get("probes")
+        if not isinstance(probes, list) or not probes:
+            self.err("probes", "must be a non-empty array")
+            probes = []
+        self.check_world_probes(probes, bodies, route, question)
+        if len(route) >= LONG_ROUTE:
+            self.check_long(doc, probes, bodies, route)
+        return doc
+
+    def check_world_probes(self, probes: list, bodies: dict, route: list, question: str) -> None:
+        ids = set()
+        ql = question.lower()
+        for i, p in enumerate(probes):
+            w = f"probes[{i}]"
+            if not isinstance(p, dict):
+                self.err(w, "must be an object")
+                continue
+            for k in sorted(set(p) - WPROBE_KEYS):
+                self.err(f"{w}.{k}", "unknown field")
+            for k in sorted(WPROBE_REQUIRED - set(p)):
+                self.err(f"{w}.{k}", "missing field")
+            if p.get("id") in ids:
+                self.err(f"{w}.id", f"{p.get('id')!r} is used twice")
+            ids.add(p.get("id"))
+            if not isinstance(p.get("reference"), str) or not p["reference"].strip():
+                self.err(f"{w}.reference", "empty")
+            if p.get("kind", "fact") not in PROBE_KINDS:
+                self.err(f"{w}.kind", f"{p.get('kind')!r} is not one of {PROBE_KINDS}")
+            req = p.get("required") if isinstance(p.get("required"), list) else []
+            if not req:
+                self.err(f"{w}.required", "a probe needs at least one required keyword")
+            src = p.get("source")
+            body = bodies.get(src, "").lower() if isinstance(src, str) else ""
+            if src not in bodies:
+                self.err(f"{w}.source", f"{src!r} is not an endpoint of this world")
+            elif route and src not in route:
+                self.warn(f"{w}.source", f"{src!r} is not on the route (a route-driven run never fetches it)")
+            for j, g in enumerate(req):
+                if self.check_keyword(f"{w}.required[{j}]", g) and src in bodies and not group_in(g, body):
+                    self.err(f"{w}.required[{j}]", f"{variants(g)} is not in the body of {src}")
+            if len(route) >= LONG_ROUTE and req and all(group_in(g, ql) for g in req if self.check_keyword(f"{w}.required", g)):
+                self.warn(f"{w}.required", "every required keyword is in the question (answerable without a call)")
+            ref = p.get("reference", "").lower() if isinstance(p.get("reference"), str) else ""
+            for j, g in enumerate(p.get("wrong", []) or []):
+                if self.check_keyword(f"{w}.wrong[{j}]", g) and group_in(g, ref):
+                    self.err(f"{w}.wrong[{j}]", "a wrong value appears in the reference answer")
+            for j, g in enumerate(p.get("partial", []) or []):
+                self.check_keyword(f"{w}.partial[{j}]", g)
+
+    def check_long(self, doc: dict, probes: list, bodies: dict, route: list) -> None:
+        good = [p for p in probes if isinstance(p, dict)]
+        sources = {p.get("source") for p in good}
+        if len(sources) < LONG_ROUTE:
+            self.warn("probes", f"the answer needs facts from {len(sources)} endpoints; a long world needs {LONG_ROUTE}+")
+        kinds = Counter(p.get("kind", "fact") for p in good)
+        for k in ("contradiction", "order"):
+            if kinds[k] == 0:
+                self.warn("probes", f"no probe of kind {k!r}")
+        early = [p.get("id") for p in good if p.get("source") in route[: max(1, len(route) // 3)]]
+        if not early:
+            self.warn("probes", "no fact from the first third of the route (forgetting would not be tested)")
+        if sum(1 for p in good if p.get("wrong")) < 3:
+            self.warn("probes", "fewer than 3 probes carry wrong-value traps")
+        for i, p in enumerate(good):
+            others = [b.lower() for path, b in bodies.items() if path != p.get("source")]
+            if not any(all(not group_in(g, b) for b in others) for g in p.get("required", [])):
+                self.warn(f"probes[{i}].required", "every required keyword also occurs on another endpoint (retention is ambiguous)")
+        # When does the window fill? The prompt grows by a call and a result per round.
+        budget = DEFAULT_CTX - DEFAULT_RESERVE
+        tokens = (len(doc.get("system", "") or "") + len(doc.get("question", "")) + 60) / CHARS_PER_TOKEN
+        full_at = None
+        for n, r in enumerate(route, start=1):
+            tokens += CALL_TOKENS + (min(len(bodies.get(r, "")), DEFAULT_RESULT_CHARS) + 40) / CHARS_PER_TOKEN
+            if tokens > budget:
+                full_at = n
+                break
+        if full_at is None or not 3 <= full_at <= 5:
+            self.warn("route", f"the default window (C={DEFAULT_CTX}, G={DEFAULT_RESERVE}) is estimated to fill after "
+                               f"{full_at or 'more than ' + str(len(route))} results; a long world fills it in 3-4 rounds")
+
+
+def main_worlds(files: list, strict: bool) -> int:
+    errors: list[str] = []
+    warnings: list[str] = []
+    print(f"{'world':<24} {'calls':>5} {'endpoints':>9} {'probes':>6} {'sources':>7}  kinds")
+    for f in files:
+        c = WorldChecker(f)
+        doc = c.check()
+        errors += c.errors
+        warnings += c.warnings
+        if doc is None:
+            continue
+        probes = [p for p in doc.get("probes", []) if isinstance(p, dict)]
+        kinds = Counter(p.get("kind", "fact") for p in probes)
+        print(f"{str(doc.get('id')):<24} {len(doc.get('route', []) or []):>5} {len(doc.get('endpoints', [])):>9} {len(probes):>6} "
+              f"{len({p.get('source') for p in probes}):>7}  " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
+    for w in warnings:
+        print(("error (strict): " if strict else "warning: ") + w)
+    for e in errors:
+        print("error: " + e)
+    print(f"{len(errors)} errors, {len(warnings)} warnings")
+    return 1 if errors or (strict and warnings) else 0
+
+
 def main(argv: list[str]) -> int:
     strict = "--strict" in argv
     markdown = "--markdown" in argv
     args = [a for a in argv if not a.startswith("--")]
     root = Path(args[0]) if args else Path(__file__).resolve().parent.parent / "compaction"
-    files = sorted(root.glob("*.json"))
+    files = sorted(root.glob("*.json")) if root.is_dir() else [root]
     if not files:
         print(f"no *.json files in {root}", file=sys.stderr)
         return 1
+    # A directory of live worlds (objects with "endpoints") is checked as worlds.
+    def is_world(f: Path) -> bool:
+        try:
+            return isinstance(d := json.loads(f.read_text()), dict) and "endpoints" in d
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            return root.name == "agentic"
+    if all(is_world(f) for f in files):
+        return main_worlds(files, strict)
     rows = []
     errors: list[str] = []
     warnings: list[str] = []

@@ -10,11 +10,15 @@
 //! - lower case; typographic dashes and quotes folded to ASCII;
 //! - digit-group separators removed (`6,404`, `6 404`, `6 404`, `6_404`,
 //!   `6'404` → `6404`), decimal points kept;
+//! - an ISO timestamp's `T` read as a space (`2026-12-01T02:11` holds `02:11`);
 //! - the space between a number and its unit removed (`12 ms` → `12ms`,
 //!   `40 %` / `40 percent` → `40%`);
 //! - a keyword must start on a word boundary, and a keyword ending in a digit
 //!   must end on one too, so `404` does not match inside `6404` nor `40` inside
-//!   `400` (plain substring matching, the paper's, let both through).
+//!   `400` (plain substring matching, the paper's, let both through);
+//! - numbers match in the forms writers use: `1,234.50`, `1234.5 ms` and
+//!   `$1,234` count for an expected `1234` (thousands separators, a decimal
+//!   tail, a unit), `6.40` for `6.4`; `12345` and `0.1234` do not.
 
 /// Normalises a text (answer or keyword) for matching.
 pub fn normalise(text: &str) -> String {
@@ -27,6 +31,19 @@ pub fn normalise(text: &str) -> String {
             '\u{201C}' | '\u{201D}' => '"',
             '\u{00A0}' | '\u{2009}' | '\u{202F}' | '\u{2007}' => ' ',
             c => c,
+        })
+        .collect();
+    // An ISO timestamp's `T` between the date and the time reads as a space
+    // (`2026-12-01T02:11` → `2026-12-01 02:11`), so a time matches on its own.
+    let folded: Vec<char> = folded
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| {
+            let iso_t = c == 't'
+                && i > 0
+                && folded[i - 1].is_ascii_digit()
+                && folded.get(i + 1..i + 4).is_some_and(|w| w[0].is_ascii_digit() && w[1].is_ascii_digit() && w[2] == ':');
+            if iso_t { ' ' } else { c }
         })
         .collect();
     // Remove group separators between digits: a digit, one separator, then exactly three digits
@@ -104,15 +121,31 @@ pub fn contains_keyword(hay: &str, needle: &str) -> bool {
         let start = from + p;
         let end = start + needle.len();
         let before = hay[..start].chars().next_back();
-        let after = hay[end..].chars().next();
         let left_ok = !is_word(first) || !before.is_some_and(|b| is_word(b) || (first.is_ascii_digit() && b == '.'));
-        let right_ok = !last.is_ascii_digit() || !after.is_some_and(|a| a.is_ascii_digit() || (a == '.' && hay[end + 1..].starts_with(|c: char| c.is_ascii_digit())));
+        let right_ok = !last.is_ascii_digit() || number_ends(needle, &hay[end..]);
         if left_ok && right_ok {
             return true;
         }
         from = start + first.len_utf8();
     }
     false
+}
+
+/// Whether a number keyword (`needle`, ending in a digit) found just before
+/// `rest` ends there as a number: no further digit, except a decimal tail
+/// that writers add — any decimals after an integer keyword (`1234.50` for
+/// `1234`), trailing zeros after a decimal one (`6.40` for `6.4`).
+fn number_ends(needle: &str, rest: &str) -> bool {
+    let mut chars = rest.chars();
+    match chars.next() {
+        Some(c) if c.is_ascii_digit() => needle.contains('.') && rest.chars().take_while(char::is_ascii_digit).all(|d| d == '0'),
+        Some('.') => {
+            let digits: String = chars.take_while(char::is_ascii_digit).collect();
+            // A full stop ends a sentence; a decimal tail must hold digits.
+            digits.is_empty() || !needle.contains('.')
+        }
+        _ => true,
+    }
 }
 
 /// Whether any variant of a keyword group matches the (raw) answer.
@@ -166,12 +199,50 @@ mod tests {
         assert_eq!(score("build 6404 failed", &[one("404")], &[]), 0);
         assert_eq!(score("status 404", &[one("404")], &[]), 3);
         assert_eq!(score("latency 400 ms", &[one("40")], &[]), 0);
-        assert_eq!(score("latency 40.5 ms", &[one("40")], &[]), 0);
+        assert_eq!(score("latency 40.5 ms", &[one("40")], &[]), 3, "a decimal tail counts");
         assert_eq!(score("it took 40.", &[one("40")], &[]), 3);
         assert_eq!(score("#4817", &[one("4817")], &[]), 3);
         // Words may take a suffix (plural), not a prefix.
         assert_eq!(score("three builds", &[one("build")], &[]), 3);
         assert_eq!(score("rebuild", &[one("build")], &[]), 0);
+    }
+
+    #[test]
+    fn numbers_in_the_forms_writers_use() {
+        // (answer, expected keyword, matches)
+        let table: &[(&str, &str, bool)] = &[
+            ("1,234.50", "1234", true),
+            ("1234.5 ms", "1234", true),
+            ("1234.5ms", "1234", true),
+            ("$1,234", "1234", true),
+            ("EUR 84,213.50 was refunded", "84213", true),
+            ("1 234,5", "1234", true),
+            ("took 1234 ms.", "1234", true),
+            ("it was 1234.", "1234", true),
+            ("(1234)", "1234", true),
+            ("12345", "1234", false),
+            ("12,345", "1234", false),
+            ("12,345", "2345", false),
+            ("0.1234", "1234", false),
+            ("v1234", "1234", false),
+            ("6.40 %", "6.4", true),
+            ("6.4%", "6.4", true),
+            ("6.45", "6.4", false),
+            ("16.4", "6.4", false),
+            ("6.4.1", "6.4", false),
+            ("1,284,300 requests", "1284300", true),
+            ("1,284,300 requests", "1,284,300", true),
+            ("1284300.0", "1284300", true),
+            ("1.5 s", "1.5s", true),
+            ("02:09:12", "02:09", true),
+            ("02:091", "02:09", false),
+            ("2026-12-01T02:11:00Z", "02:11", true),
+            ("2026-12-01T02:11:00Z", "2026-12-01", true),
+            ("at02:11", "02:11", false),
+        ];
+        for &(answer, keyword, want) in table {
+            assert_eq!(score(answer, &[one(keyword)], &[]) == 3, want, "{answer:?} for {keyword:?}");
+        }
     }
 
     #[test]

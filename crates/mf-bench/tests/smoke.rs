@@ -154,6 +154,7 @@ fn agentic_tiny_run_smollm2_two_strategies() {
         runs: runs.clone(),
         settings: agentic::AgenticSettings {
             backend: "llama.cpp".into(),
+            driver: "model".into(),
             n_ctx: 1024,
             reserve: 128,
             ratio: 0.75,

@@ -65,9 +65,14 @@ struct AgenticArgs {
     /// Only worlds whose id contains one of these (comma-separated).
     #[arg(long, value_delimiter = ',')]
     filter: Vec<String>,
-    /// Strategies, comma-separated: none, cap5 (no compaction, 5 rounds at most), v1, v2, v2.1, or all.
+    /// Strategies, comma-separated: none, cap5 (no compaction, 5 rounds at most), masking, v1, v2, v2.1, or all.
     #[arg(long, default_value = "all")]
     strategies: String,
+    /// Who picks the calls: `model` (the model), or `route` (the world's
+    /// route replayed as the assistant's calls; summaries, the closing answer,
+    /// tool execution and compaction are the real loop and model).
+    #[arg(long, default_value = "model")]
+    driver: String,
     /// Context window C (small, so that the context fills within a few rounds).
     #[arg(long, default_value_t = 2048)]
     n_ctx: u32,
@@ -78,13 +83,13 @@ struct AgenticArgs {
     #[arg(long, default_value_t = 0.75)]
     ratio: f64,
     /// Tool results are cut to this many characters.
-    #[arg(long, default_value_t = 700)]
+    #[arg(long, default_value_t = 1200)]
     max_result_chars: usize,
     /// Summary pass limit in tokens.
     #[arg(long, default_value_t = 160)]
     summary_tokens: u32,
     /// Bound on rounds for every strategy (cap5 uses 5), so a run always ends.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 24)]
     max_rounds: u32,
     /// Loopback port the worlds are served on (part of the prompt: keep it fixed to compare runs).
     #[arg(long, default_value_t = 18940)]
@@ -92,14 +97,16 @@ struct AgenticArgs {
     /// CPU threads (llama.cpp; default all).
     #[arg(long)]
     threads: Option<i32>,
-    /// Hold the model's tool calls to the tools' schemas with a lazy grammar
-    /// (fenced-JSON models: SmolLM2, Gemma 3); off by default.
+    /// Do not hold the model's tool calls to the tools' schemas. By default a
+    /// lazy grammar holds them (fenced-JSON models: SmolLM2, Gemma 3; other
+    /// formats are not constrained).
     #[arg(long)]
-    tool_grammar: bool,
+    no_tool_grammar: bool,
     /// Print the results as JSON instead of tables.
     #[arg(long)]
     json: bool,
-    /// Also write the JSON results to this file.
+    /// Also write the JSON results to this file (rewritten after every run,
+    /// so a run that stops early keeps every run that finished).
     #[arg(long)]
     out: Option<PathBuf>,
 }
@@ -269,6 +276,7 @@ fn read_any(file: &Path) -> Result<Results> {
 
 fn run_agentic(a: AgenticArgs) -> Result<()> {
     let worlds = agentic::load_worlds(&a.worlds, &a.filter)?;
+    let driver = agentic::Driver::parse(&a.driver)?;
     let cfg = AgenticConfig {
         strategies: AgenticStrategy::parse_list(&a.strategies)?,
         reserve: a.reserve,
@@ -277,74 +285,105 @@ fn run_agentic(a: AgenticArgs) -> Result<()> {
         summary_max_tokens: a.summary_tokens,
         max_rounds: a.max_rounds,
         port: a.port,
+        driver,
+        server_dies_after: None,
     };
     if a.threads.is_some_and(|t| t < 1) {
         bail!("--threads must be at least 1");
     }
+    let tool_grammar = !a.no_tool_grammar;
     let mut lc = LlamaConfig::new(&a.model).with_n_ctx(a.n_ctx);
     lc.n_threads = a.threads;
-    lc.tool_grammar = a.tool_grammar;
+    lc.tool_grammar = tool_grammar;
     let session = Arc::new(LlamaSession::load(lc).with_context(|| format!("cannot load {}", a.model.display()))?);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let t0 = std::time::Instant::now();
+    let info = mf_inference::Backend::model_info(session.as_ref());
+    let threshold = (a.ratio * f64::from(a.n_ctx.saturating_sub(a.reserve))).floor() as u32;
+    let settings = agentic::AgenticSettings {
+        backend: info.backend.clone(),
+        driver: driver.as_str().to_owned(),
+        n_ctx: info.context_size,
+        reserve: a.reserve,
+        ratio: a.ratio,
+        threshold,
+        max_result_chars: a.max_result_chars,
+        summary_max_tokens: a.summary_tokens,
+        max_rounds: a.max_rounds,
+        sampling: "greedy, thinking off".to_owned(),
+        tool_grammar,
+        worlds: worlds.iter().map(|w| w.world.id.clone()).collect(),
+        worlds_dir: a.worlds.display().to_string(),
+    };
+    let write = |runs: &[agentic::AgenticRun]| -> Result<String> {
+        let result = AgenticResult {
+            model: info.name.clone(),
+            summary: agentic::summarise(runs, &cfg.strategies),
+            runs: runs.to_vec(),
+            settings: settings.clone(),
+            wall_s: t0.elapsed().as_secs_f64(),
+        };
+        let json = serde_json::to_string_pretty(&vec![result])?;
+        agentic::validate_agentic(&serde_json::from_str(&json)?)?;
+        if let Some(out) = &a.out {
+            std::fs::write(out, &json).with_context(|| format!("cannot write {}", out.display()))?;
+        }
+        Ok(json)
+    };
     let mut runs = Vec::new();
-    for lw in &worlds {
+    let mut failure = None;
+    'worlds: for lw in &worlds {
         for &s in &cfg.strategies {
             // Every run starts from an empty KV cache: greedy replies after a
             // reused prefix can differ from a fresh decode, so without this the
             // first strategy of a world would run under other conditions.
             session.clear_blocking().context("cannot clear the KV cache")?;
             let backend: Arc<dyn mf_inference::Backend> = session.clone();
-            let r = rt.block_on(agentic::run_world(backend, &lw.world, s, &cfg))?;
-            eprintln!(
-                "[{:>6.0} s] {} · {}: {} rounds, {} compactions, exit {}, facts {}/{}{}",
-                t0.elapsed().as_secs_f64(),
-                r.world,
-                r.strategy,
-                r.rounds,
-                r.compactions,
-                r.exit,
-                r.facts_held,
-                r.probes.len(),
-                if r.confabulated { ", confabulated" } else { "" }
-            );
-            runs.push(r);
+            match rt.block_on(agentic::run_world(backend, &lw.world, s, &cfg)) {
+                Ok(r) => {
+                    eprintln!(
+                        "[{:>6.0} s] {} · {} · {}: {} rounds, route {}/{}, compactions {} planned / {} done / {} refused, peak {:.0} %, exit {}, facts fetched {} · kept {}+{} · in answer {}/{}{}",
+                        t0.elapsed().as_secs_f64(),
+                        r.world,
+                        r.driver,
+                        r.strategy,
+                        r.rounds,
+                        r.route_fetched,
+                        r.route_total,
+                        r.compactions,
+                        r.compactions_done,
+                        r.compactions_refused,
+                        r.peak_use() * 100.0,
+                        r.exit,
+                        r.facts_fetched,
+                        r.facts_verbatim,
+                        r.facts_in_summary,
+                        r.facts_held,
+                        r.probes.len(),
+                        if r.confabulated { ", confabulated" } else { "" }
+                    );
+                    runs.push(r);
+                    write(&runs)?;
+                }
+                Err(e) => {
+                    // Keep every run that finished; say which one could not run.
+                    eprintln!("{} · {}: {e}", lw.world.id, s.as_str());
+                    failure = Some(anyhow::anyhow!("{} · {}: {e}", lw.world.id, s.as_str()));
+                    break 'worlds;
+                }
+            }
         }
     }
-    let info = mf_inference::Backend::model_info(session.as_ref());
-    let threshold = (a.ratio * f64::from(a.n_ctx.saturating_sub(a.reserve))).floor() as u32;
-    let result = AgenticResult {
-        model: info.name.clone(),
-        summary: agentic::summarise(&runs, &cfg.strategies),
-        runs,
-        settings: agentic::AgenticSettings {
-            backend: info.backend.clone(),
-            n_ctx: info.context_size,
-            reserve: a.reserve,
-            ratio: a.ratio,
-            threshold,
-            max_result_chars: a.max_result_chars,
-            summary_max_tokens: a.summary_tokens,
-            max_rounds: a.max_rounds,
-            sampling: "greedy, thinking off".to_owned(),
-            tool_grammar: a.tool_grammar,
-            worlds: worlds.iter().map(|w| w.world.id.clone()).collect(),
-            worlds_dir: a.worlds.display().to_string(),
-        },
-        wall_s: t0.elapsed().as_secs_f64(),
-    };
-    let all = vec![result];
-    let json = serde_json::to_string_pretty(&all)?;
-    agentic::validate_agentic(&serde_json::from_str(&json)?)?;
-    if let Some(out) = &a.out {
-        std::fs::write(out, &json).with_context(|| format!("cannot write {}", out.display()))?;
-    }
+    let json = write(&runs)?;
     if a.json {
         println!("{json}");
     } else {
-        print!("{}", agentic::markdown(&all));
+        print!("{}", agentic::markdown(&serde_json::from_str::<Vec<AgenticResult>>(&json)?));
     }
-    Ok(())
+    match failure {
+        Some(e) => Err(e.context(format!("stopped after {} run(s); they are in the results", runs.len()))),
+        None => Ok(()),
+    }
 }
 
 fn load_model(spec: &ModelSpec, a: &RunArgs, threads: Option<i32>) -> Result<Model> {

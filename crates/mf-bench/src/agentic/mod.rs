@@ -1,0 +1,425 @@
+//! Live agentic worlds: the real `mf-agent` loop against a deterministic JSON
+//! API served on 127.0.0.1 by the harness, once per strategy and driver.
+//!
+//! How the pieces fit: a [`World`] ([`world`], `scenarios/agentic/*.json`)
+//! is a question, JSON endpoints with the facts spread over many calls, the
+//! route of calls that answers it, and probes on the final answer (required
+//! keywords, and *wrong* keywords — values the world gives for something
+//! else). [`WorldServer`] ([`server`]) serves one world at a fixed loopback
+//! port (the port is part of the prompt, so it is fixed for the model's
+//! behaviour to be reproducible). [`run_world`] drives [`mf_agent::Agent`]
+//! with mf-tools' contained `http` tool (loopback allowed for that one
+//! host:port) under one [`AgenticStrategy`] and one [`Driver`] ([`driver`]:
+//! the model picks its calls, or the world's route is replayed as them), and
+//! measures the run ([`metrics`]): rounds reached, compactions planned /
+//! done / refused by the guard, peak context, facts fetched, where each
+//! expected fact is in the final context, facts in the answer,
+//! confabulation, the exit, tokens decoded vs reused, wall time.
+//! [`summarise`] and [`markdown`] make the tables.
+
+pub mod driver;
+pub mod metrics;
+pub mod server;
+pub mod world;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use mf_agent::{Agent, AgentEvent, AgentSettings, FixedApprover, VecSink};
+use mf_forgetting::StrategyKind;
+use mf_inference::Backend;
+use serde::{Deserialize, Serialize};
+
+pub use driver::{Driver, RouteDriven, WatchedTools};
+pub use metrics::{
+    AGENTIC_SCHEMA, AgenticResult, AgenticRun, AgenticSettings, ProbeOutcome, Retention, StrategySummary, judge_answer, markdown, numbers,
+    retention, summarise, validate_agentic,
+};
+pub use server::WorldServer;
+pub use world::{DEFAULT_SYSTEM, Endpoint, LoadedWorld, ProbeKind, World, WorldProbe, load_worlds, parse_world};
+
+use crate::error::{BenchError, Result};
+
+/// The placeholder for `http://127.0.0.1:PORT` in a world's question and system prompt.
+pub const BASE: &str = "{base}";
+
+/// The exit of a run whose world server stopped serving mid-run.
+pub const WORLD_SERVER_DIED: &str = "world_server_died";
+
+/// What the loop may do about a growing context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AgenticStrategy {
+    /// No compaction; dynamic exits only.
+    #[serde(rename = "none")]
+    None,
+    /// No compaction, at most 5 rounds (the fixed cap the method argues against).
+    #[serde(rename = "cap5")]
+    Cap5,
+    /// Observation masking: old tool outputs replaced by placeholders.
+    #[serde(rename = "masking")]
+    Masking,
+    /// Measured forgetting v1.
+    #[serde(rename = "v1")]
+    V1,
+    /// Dimension-aware v2.
+    #[serde(rename = "v2")]
+    V2,
+    /// v2.1: Δ by the withholding test, the model as evaluator.
+    #[serde(rename = "v2.1")]
+    V21,
+}
+
+impl AgenticStrategy {
+    /// All, in table order.
+    pub const ALL: [AgenticStrategy; 6] =
+        [AgenticStrategy::None, AgenticStrategy::Cap5, AgenticStrategy::Masking, AgenticStrategy::V1, AgenticStrategy::V2, AgenticStrategy::V21];
+
+    /// Name on the command line and in results.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgenticStrategy::None => "none",
+            AgenticStrategy::Cap5 => "cap5",
+            AgenticStrategy::Masking => "masking",
+            AgenticStrategy::V1 => "v1",
+            AgenticStrategy::V2 => "v2",
+            AgenticStrategy::V21 => "v2.1",
+        }
+    }
+
+    /// The compaction strategy of the loop.
+    pub fn kind(self) -> StrategyKind {
+        match self {
+            AgenticStrategy::None | AgenticStrategy::Cap5 => StrategyKind::None,
+            AgenticStrategy::Masking => StrategyKind::Masking,
+            AgenticStrategy::V1 => StrategyKind::V1,
+            AgenticStrategy::V2 => StrategyKind::V2,
+            AgenticStrategy::V21 => StrategyKind::V21,
+        }
+    }
+
+    /// Whether the strategy compacts (a run of it that never compacted is
+    /// marked "did not compact" and not ranked as the strategy).
+    pub fn compacts(self) -> bool {
+        self.kind() != StrategyKind::None
+    }
+
+    /// Parses a comma-separated list (`all` for every strategy).
+    ///
+    /// # Errors
+    /// An unknown name.
+    pub fn parse_list(s: &str) -> Result<Vec<AgenticStrategy>> {
+        if s.trim() == "all" {
+            return Ok(Self::ALL.to_vec());
+        }
+        let mut out = Vec::new();
+        for p in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let x = Self::ALL.into_iter().find(|x| x.as_str() == p).ok_or_else(|| BenchError::InvalidSetting {
+                name: "strategies",
+                reason: format!("unknown strategy {p:?} (none, cap5, masking, v1, v2, v2.1, or all)"),
+            })?;
+            if !out.contains(&x) {
+                out.push(x);
+            }
+        }
+        if out.is_empty() {
+            return Err(BenchError::InvalidSetting { name: "strategies", reason: "no strategy given".to_owned() });
+        }
+        Ok(out)
+    }
+}
+
+/// Settings of an agentic run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgenticConfig {
+    /// Strategies, in order.
+    pub strategies: Vec<AgenticStrategy>,
+    /// Generation reserve `G` (also the longest reply).
+    pub reserve: u32,
+    /// Trigger ratio of `C − G`.
+    pub ratio: f64,
+    /// Tool results longer than this are cut (characters).
+    pub max_result_chars: usize,
+    /// Summary pass limit (tokens).
+    pub summary_max_tokens: u32,
+    /// A bound on rounds for every strategy, so a model that keeps calling
+    /// new (wrong) URLs cannot run for ever; `cap5` uses 5. Reported as the
+    /// exit `safety_cap`.
+    pub max_rounds: u32,
+    /// The loopback port the worlds are served on.
+    pub port: u16,
+    /// Who picks the calls.
+    pub driver: Driver,
+    /// Fault injection: the world server stops serving after this many requests.
+    pub server_dies_after: Option<usize>,
+}
+
+impl Default for AgenticConfig {
+    fn default() -> Self {
+        AgenticConfig {
+            strategies: AgenticStrategy::ALL.to_vec(),
+            reserve: 192,
+            ratio: 0.75,
+            max_result_chars: 1200,
+            summary_max_tokens: 160,
+            max_rounds: 24,
+            port: 18940,
+            driver: Driver::Model,
+            server_dies_after: None,
+        }
+    }
+}
+
+
+/// The kind of an exit reason (`final_answer`, `context_exhausted`, …).
+fn exit_kind(reason: &mf_agent::ExitReason) -> String {
+    serde_json::to_value(reason).ok().and_then(|v| v.get("kind").and_then(|k| k.as_str().map(str::to_owned))).unwrap_or_default()
+}
+
+/// Runs `world` under `strategy` with the real loop and `cfg.driver`, the
+/// world served on `cfg.port`. A world server that dies mid-run ends the run
+/// with the exit [`WORLD_SERVER_DIED`] (a run, not an error, so the results
+/// keep it beside the others).
+///
+/// # Errors
+/// The port is taken; the tool registry cannot be built; the world has no
+/// route for the route driver; a model failure the loop cannot turn into an exit.
+pub async fn run_world(backend: Arc<dyn Backend>, world: &World, strategy: AgenticStrategy, cfg: &AgenticConfig) -> Result<AgenticRun> {
+    if cfg.driver == Driver::Route && world.route.is_empty() {
+        return Err(BenchError::InvalidSetting { name: "driver", reason: format!("world {} has no route to replay", world.id) });
+    }
+    let server = WorldServer::start_dying(world, cfg.port, cfg.server_dies_after)?;
+    let base = server.base();
+    let mut tools = mf_tools::ToolSettings::default();
+    tools.http.allowed_hosts = Some(vec![format!("127.0.0.1:{}", cfg.port)]);
+    tools.http.allow_loopback = true;
+    let registry = mf_tools::ToolRegistry::new(tools)
+        .await
+        .map_err(|e| BenchError::InvalidSetting { name: "tools", reason: e.to_string() })?;
+    let watched = Arc::new(WatchedTools::new(Arc::new(registry), server.alive_flag()));
+    let system = world.system.as_deref().unwrap_or(DEFAULT_SYSTEM).replace(BASE, &base);
+    let question = world.question.replace(BASE, &base);
+    let n_ctx = backend.context_size();
+    let route = match cfg.driver {
+        Driver::Route => Some(Arc::new(RouteDriven::new(backend.clone(), world.route.iter().map(|p| format!("{base}{p}")).collect(), backend.keeps_kv()))),
+        Driver::Model => None,
+    };
+    let driven: Arc<dyn Backend> = match &route {
+        Some(r) => r.clone(),
+        None => backend,
+    };
+    let mut plan = mf_forgetting::PlanConfig::default();
+    plan.sampling.max_tokens = cfg.summary_max_tokens;
+    let settings = AgentSettings {
+        system_prompt: system.clone(),
+        strategy: strategy.kind(),
+        reserve: cfg.reserve,
+        ratio: cfg.ratio,
+        max_result_chars: cfg.max_result_chars,
+        safety_cap: Some(if strategy == AgenticStrategy::Cap5 { 5 } else { cfg.max_rounds }),
+        plan,
+        ..AgentSettings::default()
+    };
+    let t = Instant::now();
+    let mut agent = Agent::new(driven, watched.clone(), Arc::new(FixedApprover(false)), settings)
+        .map_err(|e| BenchError::InvalidSetting { name: "agent", reason: e.to_string() })?;
+    watched.watch(agent.cancel_token());
+    let mut sink = VecSink::default();
+    let out = agent
+        .run(&question, &mut sink)
+        .await
+        .map_err(|e| BenchError::InvalidSetting { name: "agent", reason: format!("the loop failed: {e}") })?;
+    let wall_ms = t.elapsed().as_millis() as u64;
+    let requests = server.requests();
+    drop(server);
+    let mut seen = format!("{system}\n{question}\n");
+    let (mut tool_calls, mut tool_errors) = (0u32, 0u32);
+    let (mut prompt_tokens, mut decoded_tokens, mut reused_tokens, mut generated_tokens) = (0u64, 0u64, 0u64, 0u64);
+    let (mut done, mut refused, mut failed) = (0u32, 0u32, 0u32);
+    for e in &sink.events {
+        match e {
+            AgentEvent::ToolCall { .. } => tool_calls += 1,
+            AgentEvent::ToolResult { ok, content, .. } => {
+                if *ok {
+                    seen.push_str(content);
+                    seen.push('\n');
+                } else {
+                    tool_errors += 1;
+                }
+            }
+            AgentEvent::Kv { stats, completion_tokens, .. } => {
+                prompt_tokens += u64::from(stats.prompt_tokens);
+                decoded_tokens += u64::from(stats.decoded);
+                reused_tokens += u64::from(stats.reused);
+                generated_tokens += u64::from(*completion_tokens);
+            }
+            AgentEvent::CompactionFinished { report, .. } => {
+                if report.get("kept_original").is_some_and(|v| !v.is_null()) {
+                    refused += 1;
+                } else {
+                    done += 1;
+                }
+            }
+            AgentEvent::CompactionFailed { .. } => failed += 1,
+            _ => {}
+        }
+    }
+    let fetched: Vec<String> = world.endpoints.iter().filter(|e| requests.contains(&e.path)).map(|e| e.path.clone()).collect();
+    let (mut probes, unsupported_numbers) = judge_answer(world, out.answer.as_deref(), &fetched, &seen);
+    // The context the answer was written from: the final history without the answer itself.
+    let mut context = out.history.clone();
+    if out.answer.is_some() && context.last().is_some_and(|m| m.role == mf_forgetting::Role::Assistant && m.tool_calls.is_empty()) {
+        context.pop();
+    }
+    for (p, r) in probes.iter_mut().zip(retention(world, &context)) {
+        p.retention = Some(if p.fetched { r } else { Retention::Gone });
+    }
+    let (exit, exit_detail) = if watched.world_died() {
+        (WORLD_SERVER_DIED.to_owned(), format!("the world server stopped serving after {} request(s); the run was stopped", requests.len()))
+    } else {
+        (exit_kind(&out.reason), out.reason.describe())
+    };
+    let confabulated = out.answer.is_some() && (probes.iter().any(|p| !p.wrong_found.is_empty()) || !unsupported_numbers.is_empty());
+    Ok(AgenticRun {
+        world: world.id.clone(),
+        strategy: strategy.as_str().to_owned(),
+        driver: cfg.driver.as_str().to_owned(),
+        rounds: out.rounds,
+        compactions: out.compactions,
+        compactions_done: done,
+        compactions_refused: refused,
+        compactions_failed: failed,
+        exit,
+        exit_detail,
+        answer: out.answer.clone(),
+        tool_calls,
+        tool_errors,
+        route_total: world.route.len(),
+        route_fetched: world.route.iter().filter(|p| requests.contains(p)).count(),
+        requests,
+        endpoints_fetched: fetched.len(),
+        endpoints_total: world.endpoints.len(),
+        facts_held: probes.iter().filter(|p| p.score == 3).count(),
+        facts_fetched: probes.iter().filter(|p| p.fetched).count(),
+        facts_verbatim: probes.iter().filter(|p| p.retention == Some(Retention::Verbatim)).count(),
+        facts_in_summary: probes.iter().filter(|p| p.retention == Some(Retention::Summary)).count(),
+        probes,
+        unsupported_numbers,
+        confabulated,
+        max_prompt_tokens: out.max_prompt_tokens,
+        n_ctx,
+        prompt_tokens,
+        decoded_tokens,
+        reused_tokens,
+        generated_tokens,
+        wall_ms,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use std::io::{Read as _, Write as _};
+    use std::path::{Path, PathBuf};
+
+    use super::*;
+
+    const WORLD: &str = r#"{
+      "id": "tiny", "title": "t",
+      "question": "Who owns web-03? Start at {base}/index.json",
+      "endpoints": [
+        {"path": "/index.json", "body": {"next": "/hosts/web-03.json"}},
+        {"path": "/hosts/web-03.json", "body": {"owner": "Priya Raman", "disk_used_pct": 97}},
+        {"path": "/hosts/web-04.json", "body": {"owner": "Tomas Berg", "disk_used_pct": 41}}
+      ],
+      "probes": [{"id": "owner", "fact": "the owner", "source": "/hosts/web-03.json",
+                  "required": [["Priya Raman", "Priya"]], "wrong": ["Tomas Berg"], "reference": "Priya Raman owns web-03."}]
+    }"#;
+
+    fn parse(text: &str) -> Result<World> {
+        parse_world(Path::new("tiny.json"), text)
+    }
+
+    #[test]
+    fn a_good_world_parses() {
+        let w = parse(WORLD).unwrap();
+        assert_eq!(w.endpoints[0].status, 200);
+        assert_eq!(w.probes[0].wrong.len(), 1);
+    }
+
+    #[test]
+    fn malformed_worlds_name_the_field() {
+        let cases: Vec<(String, &str)> = vec![
+            (WORLD.replace("\"title\": \"t\",", "\"title\": \"t\", \"extra\": 1,"), "extra"),
+            (WORLD.replace("\"id\": \"tiny\"", "\"id\": \"other\""), "id"),
+            (WORLD.replace("\"/index.json\", \"body\"", "\"index.json\", \"body\""), "endpoints[0].path"),
+            (WORLD.replace("\"source\": \"/hosts/web-03.json\"", "\"source\": \"/nope\""), "probes[0].source"),
+            (WORLD.replace("[\"Priya Raman\", \"Priya\"]", "\"Anna Lind\""), "probes[0].required[0]"),
+            (WORLD.replace("\"wrong\": [\"Tomas Berg\"]", "\"wrong\": [\"Raman\"]"), "probes[0].wrong[0]"),
+            (WORLD.replace("\"fact\": \"the owner\", ", ""), "fact"),
+            (WORLD.replace("\"/hosts/web-04.json\"", "\"/hosts/web-03.json\""), "endpoints[2].path"),
+            (WORLD.replace("\"endpoints\"", "\"route\": [\"/index.json\", \"/nope.json\"], \"endpoints\""), "route[1]"),
+            (WORLD.replace("\"endpoints\"", "\"route\": [\"/index.json\", \"/index.json\"], \"endpoints\""), "route[1]"),
+            (WORLD.replace("\"reference\": \"Priya", "\"kind\": \"rumour\", \"reference\": \"Priya"), "kind"),
+        ];
+        for (text, field) in cases {
+            match parse(&text) {
+                Err(BenchError::InvalidScenario { field: f, file, .. }) => {
+                    assert_eq!(f, field, "{text}");
+                    assert_eq!(file, PathBuf::from("tiny.json"));
+                }
+                other => panic!("{field}: expected an error, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn answers_are_scored_and_confabulation_caught() {
+        let w = parse(WORLD).unwrap();
+        // What the agent saw: the question and the one tool result.
+        let seen = format!("{}\n{}", w.question, r#"{"owner": "Priya Raman", "disk_used_pct": 97}"#);
+        let seen = seen.as_str();
+        let fetched = vec!["/hosts/web-03.json".to_owned()];
+        let (p, un) = judge_answer(&w, Some("Priya Raman owns web-03; its disk is at 97%."), &fetched, seen);
+        assert_eq!((p[0].score, p[0].fetched, p[0].wrong_found.len(), un.len()), (3, true, 0, 0));
+        // The other host's owner, and a number no tool gave.
+        let (p, un) = judge_answer(&w, Some("Tomas Berg owns it; the disk is at 88%."), &[], seen);
+        assert_eq!((p[0].score, p[0].fetched), (0, false));
+        assert_eq!(p[0].wrong_found, vec!["Tomas Berg".to_owned()]);
+        assert_eq!(un, vec!["88".to_owned()]);
+        // Separators are folded; a time gives two numbers.
+        assert_eq!(numbers("6,404 rows at 03:10, build #4817"), vec!["6404", "03", "10", "4817"]);
+    }
+
+    #[test]
+    fn strategies_parse() {
+        assert_eq!(AgenticStrategy::parse_list("all").unwrap().len(), 6);
+        assert_eq!(AgenticStrategy::parse_list("masking").unwrap(), vec![AgenticStrategy::Masking]);
+        assert!(AgenticStrategy::Masking.compacts() && !AgenticStrategy::Cap5.compacts());
+        assert_eq!(AgenticStrategy::parse_list("cap5, v2.1").unwrap(), vec![AgenticStrategy::Cap5, AgenticStrategy::V21]);
+        assert!(AgenticStrategy::parse_list("v9").unwrap_err().to_string().contains("v9"));
+        assert_eq!(AgenticStrategy::Cap5.kind(), StrategyKind::None);
+    }
+
+    #[test]
+    fn the_server_serves_the_world_and_logs_paths() {
+        let w = parse(WORLD).unwrap();
+        let port = 18957;
+        let s = WorldServer::start(&w, port).unwrap();
+        let get = |path: &str| {
+            let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+            write!(c, "GET {path} HTTP/1.1\r\nhost: x\r\n\r\n").unwrap();
+            let mut r = String::new();
+            c.read_to_string(&mut r).unwrap();
+            r
+        };
+        let r = get("/hosts/web-03.json");
+        assert!(r.starts_with("HTTP/1.1 200") && r.contains("Priya Raman"), "{r}");
+        assert!(get("/missing").starts_with("HTTP/1.1 404"));
+        assert_eq!(s.requests(), vec!["/hosts/web-03.json".to_owned(), "/missing".to_owned()]);
+        // The port is taken while it serves.
+        assert!(WorldServer::start(&w, port).unwrap_err().to_string().contains("18957"));
+        drop(s);
+        // And free again after.
+        drop(WorldServer::start(&w, port).unwrap());
+    }
+}
