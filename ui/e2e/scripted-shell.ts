@@ -282,14 +282,24 @@ export class ScriptedShell {
           by_class: { lookup: { baseline: 1.25, v1: 2 } },
           by_dimension: { data: { baseline: 1, v1: 2.5 }, entity: { baseline: 1.5, v1: 1.5 } },
           conditions: [
-            { condition: 'baseline', keyword: stat(1.25, 0, 0, 4), judge: stat(1, 0, 0, 4), tokens_before: 1490, tokens_after: 612, fallbacks: 0, empty_answers: 0 },
-            { condition: 'v1', keyword: stat(2, 0, 1, 4), judge: stat(1.75, 0, 1, 4), tokens_before: 1490, tokens_after: 770, fallbacks: 0, empty_answers: 0 },
+            { condition: 'baseline', keyword: stat(1.25, 0, 0, 4), judge: stat(1, 0, 0, 4), tokens_before: 1490, tokens_after: 612, fallbacks: 0, empty_answers: 0, compaction_failures: 0, not_applied: 0 },
+            { condition: 'v1', keyword: stat(2, 0, 1, 4), judge: stat(1.75, 0, 1, 4), tokens_before: 1490, tokens_after: 770, fallbacks: 0, empty_answers: 0, compaction_failures: 0, not_applied: 0 },
           ],
           judge: { overall: { baseline: 1, v1: 1.75 }, by_class: { lookup: { baseline: 1, v1: 1.75 } }, by_dimension: { data: { baseline: 1, v1: 2 } } },
           control_brackets: { keyword: { identical: 3, paraphrase: 2.5, contradiction: 1.75, empty: 0 }, judge: { identical: 3, paraphrase: 2.5, contradiction: 0.5, empty: 0 }, judge_unparsed: 0, probes: 4 },
           worst_cells: [{ scenario: 'lookup-01-short', condition: 'baseline', keyword_mean: 1.25, keyword_min: 0, judge_mean: 1, judge_min: 0 }],
           empty_by_budget: 0,
           wall_s: 41,
+          scores: [],
+          controls: [],
+          compactions: [],
+          speed: { calls: {}, probe_prefill_ratio: null, total_prefill_ratio: null, answers_shared: 0, grades_shared: 0, workers: 1, threads_per_worker: null },
+          settings: {
+            backend: 'llama.cpp', n_ctx: 4096, budget_context: 4608, budget_reserve: 512, budget_recent: 2, temperature: 0.1, answer_max_tokens: 96,
+            thinking: 'off', probe_prompt: 'Based on our conversation above, answer concisely: ', reps: 1, scorers: ['keyword', 'judge'],
+            judge_model: 'SmolLM2-135M-Instruct.Q4_1', evaluator_max_tokens: 64, summary_max_tokens: 256, withholding_budget: 0,
+            scenarios_dir: 'scenarios/compaction', scenarios: ['lookup-01-short'],
+          },
         },
       });
       send({ type: 'finished' });

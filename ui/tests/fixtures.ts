@@ -159,6 +159,21 @@ export function mockApi(over: Partial<Api> = {}) {
 }
 
 /** One model's result in mf-bench's shape (figures invented for the tests). */
+/** The parts of a model result the panel does not show (rows, speed, settings). */
+export function benchRecord(): Pick<ModelResult, 'scores' | 'controls' | 'compactions' | 'speed' | 'settings'> {
+  return {
+    scores: [],
+    controls: [],
+    compactions: [],
+    speed: { calls: {}, probe_prefill_ratio: null, total_prefill_ratio: null, answers_shared: 0, grades_shared: 0, workers: 1, threads_per_worker: null },
+    settings: {
+      backend: 'llama.cpp', n_ctx: 4096, budget_context: 4608, budget_reserve: 512, budget_recent: 2, temperature: 0.1, answer_max_tokens: 96,
+      thinking: 'off', probe_prompt: 'Based on our conversation above, answer concisely: ', reps: 1, scorers: ['keyword'], judge_model: null,
+      evaluator_max_tokens: 64, summary_max_tokens: 256, withholding_budget: 0, scenarios_dir: 'scenarios/compaction', scenarios: [],
+    },
+  };
+}
+
 export function modelResult(over: Partial<ModelResult> = {}): ModelResult {
   const stat = (mean: number, sd: number, min: number, n: number) => ({ mean, sd, min, n });
   return {
@@ -167,14 +182,15 @@ export function modelResult(over: Partial<ModelResult> = {}): ModelResult {
     by_class: { aggregation: { baseline: 0.75, v1: 1.5 }, lookup: { baseline: 1.5, v1: 2.4 } },
     by_dimension: { entity: { baseline: 1.2, v1: 3 } },
     conditions: [
-      { condition: 'baseline', keyword: stat(1.2, 0.3, 0, 8), judge: stat(1.1, 0.2, 0, 8), tokens_before: 1490.4, tokens_after: 620.2, fallbacks: 0, empty_answers: 1 },
-      { condition: 'v1', keyword: stat(2.1, 0.1, 1, 8), judge: null, tokens_before: 1490.4, tokens_after: 770.9, fallbacks: 2, empty_answers: 0 },
+      { condition: 'baseline', keyword: stat(1.2, 0.3, 0, 8), judge: stat(1.1, 0.2, 0, 8), tokens_before: 1490.4, tokens_after: 620.2, fallbacks: 0, empty_answers: 1, compaction_failures: 0, not_applied: 0 },
+      { condition: 'v1', keyword: stat(2.1, 0.1, 1, 8), judge: null, tokens_before: 1490.4, tokens_after: 770.9, fallbacks: 2, empty_answers: 0, compaction_failures: 0, not_applied: 0 },
     ],
     judge: { overall: { baseline: 1.1 }, by_class: { lookup: { baseline: 0.3 } }, by_dimension: {} },
     control_brackets: { keyword: { identical: 3, paraphrase: 2.25, contradiction: 1.5, empty: 0 }, judge: { identical: 2.85, contradiction: 0.6 }, judge_unparsed: 1, probes: 4 },
     worst_cells: [{ scenario: 'aggregation-01-long', condition: 'baseline', keyword_mean: 0.5, keyword_min: 0, judge_mean: null, judge_min: null }],
     empty_by_budget: 0,
     wall_s: 93.4,
+    ...benchRecord(),
     ...over,
   };
 }

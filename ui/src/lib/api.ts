@@ -10,6 +10,7 @@
 import { Channel, invoke } from '@tauri-apps/api/core';
 import { open } from '@tauri-apps/plugin-dialog';
 import type { AgentEvent } from './events';
+import type { Aggregates, BenchEvent } from './generated/bench-events';
 import commandList from './commands.json';
 
 /** A command error as the shell serialises it. */
@@ -176,71 +177,12 @@ export interface BenchRequest {
   reps: number;
 }
 
-/** Mean and spread of a score over repetitions. */
-export interface Stat {
-  mean: number;
-  sd: number;
-  min: number;
-  n: number;
-}
-
-export interface ConditionSummary {
-  condition: string;
-  keyword: Stat;
-  judge: Stat | null;
-  tokens_before: number;
-  tokens_after: number;
-  fallbacks: number;
-  empty_answers: number;
-}
+// The benchmark's results and events are generated from mf-bench's Rust
+// types (crates/mf-bench/src/events.rs, test `typescript_types_are_current`).
+export type { Aggregates, BenchEvent, Brackets, Cell, ConditionSummary, ModelResult, Stat } from './generated/bench-events';
 
 /** group (class or dimension) → condition → mean. */
-export type Table = Record<string, Record<string, number>>;
-
-export interface Aggregates {
-  overall: Record<string, number>;
-  by_class: Table;
-  by_dimension: Table;
-}
-
-/** Mean score of each control answer (identical, paraphrase, contradiction, empty), per scorer. */
-export interface Brackets {
-  keyword: Record<string, number>;
-  judge: Record<string, number>;
-  judge_unparsed: number;
-  probes: number;
-}
-
-export interface Cell {
-  scenario: string;
-  condition: string;
-  keyword_mean: number;
-  keyword_min: number;
-  judge_mean: number | null;
-  judge_min: number | null;
-}
-
-/** Everything measured for one model. */
-export interface ModelResult {
-  model: string;
-  overall: Record<string, number>;
-  by_class: Table;
-  by_dimension: Table;
-  conditions: ConditionSummary[];
-  judge: Aggregates | null;
-  control_brackets: Brackets;
-  worst_cells: Cell[];
-  empty_by_budget: number;
-  wall_s: number;
-}
-
-export type BenchEvent =
-  | { type: 'started'; run_id: string; total: number }
-  | { type: 'progress'; done: number; total: number; label: string }
-  | { type: 'model_result'; result: ModelResult }
-  | { type: 'finished' }
-  | { type: 'cancelled' }
-  | { type: 'error'; message: string };
+export type Table = Aggregates['by_class'];
 
 // ---------------------------------------------------------------- the door
 
