@@ -52,8 +52,10 @@ enum ModelsCommand {
         #[arg(long, default_value = "models")]
         dir: PathBuf,
     },
-    /// Compute a file's sha256 and compare it with the expected one (given, or
-    /// the catalog's for a known file name). Exit 1 on mismatch.
+    /// Check a model file: its GGUF header must be well formed and fit the
+    /// file's size, and its sha256 must match the expected one (given, or the
+    /// catalog's for a known file name) when one is known. Exit 1 when the
+    /// file is broken or the checksum does not match.
     Verify {
         /// The model file.
         file: PathBuf,
@@ -101,6 +103,7 @@ fn list(dir: &std::path::Path, json: bool) -> anyhow::Result<bool> {
                 i.context_length.map_or("?".to_string(), |c| c.to_string()),
                 if i.has_chat_template { "chat template" } else { "NO chat template" }
             ),
+            (None, Some(p)) if m.broken => format!("BROKEN: {p}"),
             (None, Some(p)) => p.clone(),
             (None, None) => String::new(),
         };
@@ -187,6 +190,16 @@ fn verify(file: &std::path::Path, sha256: Option<String>) -> anyhow::Result<bool
             models::catalog().iter().find(|e| e.file_name == name).and_then(|e| e.sha256).map(str::to_string)
         }
     };
+    // The header first: a file that is not a GGUF, or is cut short, fails
+    // whether or not a checksum is known (and before hashing gigabytes).
+    match models::gguf::read_info(file) {
+        Ok(_) => {}
+        Err(models::gguf::GgufError::Io(e)) => return Err(anyhow::Error::new(e).context(format!("cannot read {}", file.display()))),
+        Err(e) => {
+            println!("{}  BROKEN: {e}", file.display());
+            return Ok(false);
+        }
+    }
     let actual = models::download::sha256_file(file)?;
     match expected {
         Some(e) if e == actual => {
