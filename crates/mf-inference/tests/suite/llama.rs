@@ -617,7 +617,8 @@ fn gemma3_checkpoints_replace_swa_full() {
     let kv = ckpt.usage.kv;
     assert_eq!(kv.path, KvPath::Checkpoint, "the compaction resumed from a checkpoint: {kv:?}");
     assert!(!kv.full_clear);
-    assert!(kv.reused >= 200, "{kv:?}");
+    // Measured: the checkpoint at 128 of a 139-token head, 11 tokens decoded again.
+    assert!(kv.reused >= 100 && kv.checkpoint_redecoded < 64, "{kv:?}");
     // The window's checkpoint makes the cut exact: the reply is a fresh decode's.
     assert_eq!(ckpt.raw_text, fresh_ckpt.raw_text);
     assert!(mem_ckpt_before.checkpoints > 0 && mem_ckpt_before.checkpoint_bytes > 0, "{mem_ckpt_before:?}");
