@@ -18,4 +18,31 @@ pub enum AgentError {
     /// No investigation with this id.
     #[error("no investigation with id {0}")]
     NotFound(i64),
+    /// The investigation is running (in this or another live process).
+    #[error("investigation {0} is still running")]
+    Busy(i64),
+    /// The investigation cannot be continued.
+    #[error("investigation {id} cannot be resumed: {reason}")]
+    NotResumable {
+        /// Its id.
+        id: i64,
+        /// Why.
+        reason: String,
+    },
+    /// The stored run settings could not be read (stored by another version).
+    #[error("investigation {id} was stored with settings this version cannot read: {reason}")]
+    StoredSpec {
+        /// Its id.
+        id: i64,
+        /// The decoder's message.
+        reason: String,
+    },
+    /// A file or folder of the data folder could not be used.
+    #[error("{what}: {reason}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The system's message.
+        reason: String,
+    },
 }

@@ -339,6 +339,14 @@ pub enum AgentEvent {
         arguments: String,
         /// sha256 of the tool name and canonical arguments; the decision is bound to it.
         args_sha256: String,
+        /// One line for a person, what leaves first: method, host, bytes and
+        /// the first characters of the data (`POST api.example.com · 12,345 bytes · {"report": …`).
+        #[serde(default)]
+        summary: String,
+        /// For `http`: the host, which the user may approve for the rest of the session.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(optional))]
+        host: Option<String>,
     },
     /// The decision.
     ApprovalDecided {
@@ -485,6 +493,10 @@ pub enum AgentEvent {
         matched_tokens: u32,
         /// Why it was not used, or what was done instead (re-decode).
         note: Option<String>,
+        /// Why it was not loaded (none when it was).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(optional))]
+        miss: Option<crate::session::KvMiss>,
     },
     /// KV figures of one generation.
     Kv {
@@ -628,6 +640,7 @@ mod tests {
             ExitReason::decl(&cfg),
             PlanRow::decl(&cfg),
             SummaryBy::decl(&cfg),
+            crate::session::KvMiss::decl(&cfg),
             AgentEvent::decl(&cfg),
         ] {
             out.push_str("export ");

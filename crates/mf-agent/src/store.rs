@@ -10,6 +10,49 @@ use serde::{Deserialize, Serialize};
 use crate::error::AgentError;
 use crate::events::{AgentEvent, EventSink};
 
+/// Where an investigation stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionStatus {
+    /// Its loop is running (in the process recorded with it).
+    Running,
+    /// It ended with an exit reason (a follow-up continues it).
+    Finished,
+    /// Its process died while it ran; it can be resumed.
+    Interrupted,
+    /// The loop failed with an error it could not turn into an exit.
+    Failed,
+}
+
+impl SessionStatus {
+    /// The word stored and shown.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionStatus::Running => "running",
+            SessionStatus::Finished => "finished",
+            SessionStatus::Interrupted => "interrupted",
+            SessionStatus::Failed => "failed",
+        }
+    }
+
+    fn parse(s: &str) -> Self {
+        match s {
+            "running" => SessionStatus::Running,
+            "finished" => SessionStatus::Finished,
+            "interrupted" => SessionStatus::Interrupted,
+            // Nothing else is ever written; an unknown word is treated as a failure.
+            _ => SessionStatus::Failed,
+        }
+    }
+}
+
+impl std::fmt::Display for SessionStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One investigation as listed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InvestigationRow {
@@ -17,8 +60,8 @@ pub struct InvestigationRow {
     pub id: i64,
     /// The question.
     pub question: String,
-    /// `running`, `finished`, `interrupted`, `failed`.
-    pub status: String,
+    /// Where it stands.
+    pub status: SessionStatus,
     /// The exit reason, when finished.
     pub exit_reason: Option<String>,
     /// Unix seconds.
@@ -149,7 +192,7 @@ impl Store {
              FROM investigations i ORDER BY i.id DESC",
         )?;
         let rows = st.query_map([], |r| {
-            Ok(InvestigationRow { id: r.get(0)?, question: r.get(1)?, status: r.get(2)?, exit_reason: r.get(3)?, created: r.get(4)?, events: r.get(5)? })
+            Ok(InvestigationRow { id: r.get(0)?, question: r.get(1)?, status: SessionStatus::parse(&r.get::<_, String>(2)?), exit_reason: r.get(3)?, created: r.get(4)?, events: r.get(5)? })
         })?;
         Ok(rows.collect::<Result<Vec<_>, _>>()?)
     }

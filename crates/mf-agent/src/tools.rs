@@ -11,19 +11,97 @@ use mf_tools::policy::{Approval, ApprovalRequest};
 use mf_tools::{Requirement, ToolError, ToolRegistry};
 use serde::{Deserialize, Serialize};
 
+/// What kind of failure a call met: the loop's own refusals, or a tool's error.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "String", from = "String")]
+pub enum FailureKind {
+    /// The model named a tool that is not offered.
+    UnknownTool,
+    /// The arguments were over the size limit; they were not kept.
+    ArgumentsTooLarge,
+    /// The approval policy refuses this call.
+    DeniedByPolicy,
+    /// The user said no (or did not answer).
+    ApprovalDenied,
+    /// The answer was for another call or other arguments.
+    ApprovalMismatch,
+    /// The same call (name and arguments) was already made.
+    RepeatedCall,
+    /// Not run: the investigation was stopping.
+    NotRun,
+    /// The reply held a tool call that could not be parsed.
+    MalformedToolCall,
+    /// The program stopped during the call; it was not re-run.
+    Interrupted,
+    /// A failure of ours (a result that could not be encoded).
+    Internal,
+    /// The tool's own error, by its code (`timeout`, `path_escapes`, `address_blocked`, …).
+    Tool(String),
+}
+
+impl FailureKind {
+    /// Its code, as the model and the events see it.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        match self {
+            FailureKind::UnknownTool => "unknown_tool",
+            FailureKind::ArgumentsTooLarge => "arguments_too_large",
+            FailureKind::DeniedByPolicy => "denied_by_policy",
+            FailureKind::ApprovalDenied => "approval_denied",
+            FailureKind::ApprovalMismatch => "approval_mismatch",
+            FailureKind::RepeatedCall => "repeated_call",
+            FailureKind::NotRun => "not_run",
+            FailureKind::MalformedToolCall => "malformed_tool_call",
+            FailureKind::Interrupted => "interrupted",
+            FailureKind::Internal => "internal",
+            FailureKind::Tool(code) => code,
+        }
+    }
+}
+
+impl From<FailureKind> for String {
+    fn from(k: FailureKind) -> Self {
+        k.as_str().to_owned()
+    }
+}
+
+impl From<String> for FailureKind {
+    fn from(s: String) -> Self {
+        const OURS: [FailureKind; 10] = [
+            FailureKind::UnknownTool,
+            FailureKind::ArgumentsTooLarge,
+            FailureKind::DeniedByPolicy,
+            FailureKind::ApprovalDenied,
+            FailureKind::ApprovalMismatch,
+            FailureKind::RepeatedCall,
+            FailureKind::NotRun,
+            FailureKind::MalformedToolCall,
+            FailureKind::Interrupted,
+            FailureKind::Internal,
+        ];
+        OURS.into_iter().find(|k| k.as_str() == s).unwrap_or(FailureKind::Tool(s))
+    }
+}
+
+impl std::fmt::Display for FailureKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Why a tool did not give a result; fed back to the model as a structured error.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolFailure {
-    /// A short type (`unknown_tool`, `invalid_arguments`, `timeout`, ...).
-    pub kind: String,
+    /// What kind of failure.
+    pub kind: FailureKind,
     /// The message, written for the model to act on.
     pub message: String,
 }
 
 impl ToolFailure {
     /// A failure of `kind`.
-    pub fn new(kind: &str, message: impl Into<String>) -> Self {
-        ToolFailure { kind: kind.into(), message: message.into() }
+    pub fn new(kind: FailureKind, message: impl Into<String>) -> Self {
+        ToolFailure { kind, message: message.into() }
     }
 
     /// The text the model sees: `ERROR kind: message`.
@@ -35,7 +113,15 @@ impl ToolFailure {
 
 impl From<ToolError> for ToolFailure {
     fn from(e: ToolError) -> Self {
-        ToolFailure { kind: e.code().into(), message: e.to_string() }
+        let kind = match &e {
+            ToolError::UnknownTool(_) => FailureKind::UnknownTool,
+            ToolError::ArgumentsTooLarge { .. } => FailureKind::ArgumentsTooLarge,
+            ToolError::DeniedByPolicy(_) => FailureKind::DeniedByPolicy,
+            ToolError::ApprovalDenied(_) => FailureKind::ApprovalDenied,
+            ToolError::ApprovalMismatch(_) => FailureKind::ApprovalMismatch,
+            other => FailureKind::Tool(other.code().to_owned()),
+        };
+        ToolFailure { kind, message: e.to_string() }
     }
 }
 
@@ -60,6 +146,16 @@ pub trait ToolRunner: Send + Sync {
     /// Unknown tool, invalid or oversized arguments, a policy denial.
     fn requirement(&self, call_id: &str, name: &str, args_json: &str) -> Result<Requirement, ToolFailure>;
 
+    /// Lets calls to `host` that carry data run without asking for the rest
+    /// of the session (the user's "allow this host"). Runners without
+    /// host approvals refuse.
+    ///
+    /// # Errors
+    /// A failure saying why the host was not approved.
+    fn approve_host(&self, host: &str) -> Result<(), ToolFailure> {
+        Err(ToolFailure::new(FailureKind::Tool("unsupported".into()), format!("these tools cannot approve the host {host} for the session")))
+    }
+
     /// Runs one call; `approval` is required for calls that asked.
     fn run<'a>(
         &'a self,
@@ -82,6 +178,10 @@ impl ToolRunner for ToolRegistry {
         ToolRegistry::requirement(self, call_id, name, args_json).map_err(ToolFailure::from)
     }
 
+    fn approve_host(&self, host: &str) -> Result<(), ToolFailure> {
+        ToolRegistry::approve_host(self, host).map(|_| ()).map_err(ToolFailure::from)
+    }
+
     fn run<'a>(
         &'a self,
         call_id: &'a str,
@@ -95,7 +195,7 @@ impl ToolRunner for ToolRegistry {
             let content = match &out {
                 // The body is what the model needs; status and URL frame it.
                 mf_tools::ToolOutput::Http(r) => format!("HTTP {} {}\n{}", r.status, r.url, r.body),
-                other => serde_json::to_string(other).map_err(|e| ToolFailure::new("internal", e.to_string()))?,
+                other => serde_json::to_string(other).map_err(|e| ToolFailure::new(FailureKind::Internal, e.to_string()))?,
             };
             Ok(ToolReply { content, truncated })
         })
@@ -106,6 +206,12 @@ impl ToolRunner for ToolRegistry {
 pub trait Approver: Send + Sync {
     /// Decides.
     fn decide<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Option<Approval>>;
+
+    /// Whether the approval just given for `call_id` was for its host for
+    /// the rest of the session (asked after an approving [`Approver::decide`]).
+    fn remembers_host(&self, _call_id: &str) -> bool {
+        false
+    }
 }
 
 /// Always the same answer (`--approve auto|deny` for calls that ask).

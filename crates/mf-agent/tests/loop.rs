@@ -254,7 +254,7 @@ impl ToolRunner for World {
             .collect()
     }
     fn requirement(&self, call_id: &str, name: &str, args_json: &str) -> Result<Requirement, ToolFailure> {
-        let v: serde_json::Value = serde_json::from_str(args_json).map_err(|e| ToolFailure::new("invalid_arguments", e.to_string()))?;
+        let v: serde_json::Value = serde_json::from_str(args_json).map_err(|e| ToolFailure::new(mf_agent::FailureKind::Tool("invalid_arguments".into()), e.to_string()))?;
         Ok(if name == "write" { Requirement::Ask(ApprovalRequest::new(call_id, name, &v)) } else { Requirement::Auto })
     }
     fn run<'a>(&'a self, _call_id: &'a str, name: &'a str, args_json: &'a str, approval: Option<&'a Approval>) -> BoxFuture<'a, Result<ToolReply, ToolFailure>> {
@@ -272,7 +272,7 @@ impl ToolRunner for World {
                     assert!(approval.is_some(), "write ran without an approval");
                     Ok(ToolReply { content: "written".into(), truncated: None })
                 }
-                _ => Err(ToolFailure::new("timeout", "upstream timed out")),
+                _ => Err(ToolFailure::new(mf_agent::FailureKind::Tool("timeout".into()), "upstream timed out")),
             }
         })
     }
@@ -520,7 +520,7 @@ async fn every_event_and_the_history_are_in_the_store() {
     assert_eq!(store.events(id).unwrap().len(), want.len());
     assert_eq!(store.history(id).unwrap(), out.history);
     let row = store.get(id).unwrap();
-    assert_eq!(row.status, "finished");
+    assert_eq!(row.status, mf_agent::SessionStatus::Finished);
     assert_eq!(row.exit_reason.as_deref(), Some("final answer"));
 }
 
@@ -601,11 +601,11 @@ async fn kill_9_mid_investigation_loses_nothing() {
     assert!(before.iter().any(|e| matches!(e, AgentEvent::ToolResult { name, ok: true, .. } if name == "lookup")));
     let history = store.history(1).unwrap();
     assert_eq!(history.last().unwrap().tool_calls[0].name, "slow", "the call is in the stored history");
-    assert_eq!(store.get(1).unwrap().status, "running");
+    assert_eq!(store.get(1).unwrap().status, mf_agent::SessionStatus::Running);
 
     // Restart: listed as interrupted, the open call marked interrupted, nothing re-run.
     assert_eq!(store.recover().unwrap(), vec![1]);
-    assert_eq!(store.get(1).unwrap().status, "interrupted");
+    assert_eq!(store.get(1).unwrap().status, mf_agent::SessionStatus::Interrupted);
     let after = store.events(1).unwrap();
     assert_eq!(after.len(), before.len() + 1);
     assert!(matches!(after.last(), Some(AgentEvent::ToolInterrupted { name, .. }) if name == "slow"));
@@ -622,7 +622,7 @@ async fn kill_9_mid_investigation_loses_nothing() {
     assert!(tools.runs.lock().unwrap().is_empty(), "the interrupted call was re-run");
     let prompt = &backend.round_requests()[0].messages;
     assert!(prompt.last().unwrap().content.starts_with("ERROR interrupted"), "{:?}", prompt.last());
-    assert_eq!(store.get(1).unwrap().status, "finished");
+    assert_eq!(store.get(1).unwrap().status, mf_agent::SessionStatus::Finished);
 }
 
 #[tokio::test]
@@ -779,7 +779,7 @@ async fn resume_loads_the_saved_cache_when_it_matches_and_decodes_again_when_not
     // No file: said so, decoded again.
     let none = resume(true, dir.path().join("missing.bin"), history).await;
     let (used, _, _, note) = kv_restore(&none);
-    assert!(!used && note.unwrap().contains("no KV snapshot"));
+    assert!(!used && note.unwrap().contains("no KV cache was saved"));
 }
 
 /// Decoded tokens of the summary pass plus the round after it, and the summary request.
@@ -828,4 +828,102 @@ async fn when_the_live_history_does_not_fit_the_summary_pass_reuses_the_cached_p
     assert_eq!(standalone_reused, 0, "a standalone pass shares no prefix with the cache");
     assert_eq!(next_s.decoded, next_s.prompt_tokens);
     assert!(reuse_decoded + pinned <= standalone_decoded, "reuse {reuse_decoded} vs standalone {standalone_decoded} (pinned {pinned})");
+}
+
+// ---------- the session core ----------
+
+/// A session started through `Sessions` stores its spec, saves its KV cache
+/// and, resumed by a fresh `Sessions` (another process, another face), runs
+/// with the stored spec and loads the cache; a changed model file or context
+/// is said and the history decoded again.
+#[tokio::test]
+async fn sessions_store_the_spec_save_the_cache_and_resume_with_both() {
+    use mf_agent::{EngineSpec, KvMiss, Resume, RunSpec, SessionStatus, Sessions};
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("tiny.gguf");
+    std::fs::write(&model, b"GGUF test model").unwrap();
+    let mut spec = RunSpec::default();
+    spec.engine = EngineSpec::Llama { model: model.clone(), threads: Some(1), gpu: false, tool_grammar: false };
+    spec.context = 4096;
+    spec.agent = settings(StrategyKind::V1);
+    spec.agent.safety_cap = Some(9);
+
+    let started = Sessions::new(dir.path());
+    started.use_backend(&spec.engine, spec.context, Scripted::with_kv(4096, lookups(2))).await;
+    let launch = started.start_with_tools(spec.clone(), "What is the value of k1?", Arc::new(NoAnswer), None, Some(world())).await.unwrap();
+    let id = launch.id;
+    let mut sink = VecSink::default();
+    let (_agent, out) = launch.run(&mut sink).await;
+    assert_eq!(out.unwrap().reason, ExitReason::FinalAnswer);
+    assert!(started.kv_file(id).is_file(), "the cache was saved");
+    assert_eq!(started.spec(id).unwrap(), spec, "the spec is stored whole");
+    assert_eq!(started.list().unwrap()[0].status, SessionStatus::Finished);
+
+    // Another process resumes it with a follow-up: its own spec, the cache loaded.
+    let resume = |skip_kv: bool| {
+        let dir = dir.path().to_path_buf();
+        let engine = spec.engine.clone();
+        async move {
+            let later = Sessions::new(&dir);
+            later.use_backend(&engine, 4096, Scripted::with_kv(4096, vec![Reply::Text("The value of k2 is 1002.")])).await;
+            let how = Resume { follow_up: Some("And the value of k2?".into()), skip_kv, ..Resume::default() };
+            let launch = later.resume_with_tools(id, how, Arc::new(NoAnswer), None, Some(world())).await.unwrap();
+            assert_eq!(launch.spec.agent.safety_cap, Some(9), "the stored spec, not a default");
+            let mut sink = VecSink::default();
+            let (_agent, out) = launch.run(&mut sink).await;
+            assert_eq!(out.unwrap().reason, ExitReason::FinalAnswer);
+            sink
+        }
+    };
+    let loaded = resume(false).await;
+    let (used, matched, _, note) = kv_restore(&loaded);
+    assert!(used && matched > 0, "{note:?}");
+    let first = first_round_kv(&loaded);
+    assert_eq!(first.reused, matched, "the next round reuses what was loaded");
+    assert_eq!(first.decoded, first.prompt_tokens - matched, "and decodes only the new tokens");
+
+    // Skipped by the user: said so, decoded again.
+    let skipped = resume(true).await;
+    assert!(skipped.events.iter().any(|e| matches!(e, AgentEvent::KvRestore { used: false, miss: Some(KvMiss::Skipped), .. })));
+
+    // The model file changed since the cache was saved: not loaded, and why.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    std::fs::write(&model, b"GGUF another test model").unwrap();
+    let changed = resume(false).await;
+    assert!(changed.events.iter().any(|e| matches!(e, AgentEvent::KvRestore { used: false, miss: Some(KvMiss::ModelChanged), .. })), "{:?}", kv_restore(&changed));
+    assert_eq!(first_round_kv(&changed).reused, 0);
+}
+
+/// A refused oversized call is kept as a short note (not its arguments), and
+/// when the history no longer fits, the closing answer still comes: the
+/// oldest exchanges are left out for it.
+#[tokio::test]
+async fn an_oversized_call_is_kept_as_a_note_and_the_run_still_answers() {
+    let big = "x".repeat(20_000);
+    let backend = Scripted::new(4096, vec![Reply::Call("lookup", json!({"key": big})), Reply::Text("k1 is 1001.")]);
+    let mut s = settings(StrategyKind::None);
+    s.max_argument_bytes = 1000;
+    let mut agent = Agent::new(backend, world(), Arc::new(NoAnswer), s).unwrap();
+    let mut sink = VecSink::default();
+    let out = agent.run("What is the value of k1?", &mut sink).await.unwrap();
+    let call = out.history.iter().flat_map(|m| m.tool_calls.iter()).next().unwrap();
+    let kept = call.arguments.to_string();
+    assert!(kept.len() < 200 && kept.contains("refused"), "{kept}");
+    assert!(out.history.iter().any(|m| m.is_error && m.content.contains("arguments_too_large")));
+    assert_eq!(out.answer.as_deref(), Some("k1 is 1001."));
+}
+
+#[tokio::test]
+async fn a_spent_window_still_gets_a_closing_answer() {
+    // Each lookup result is long; no compaction (strategy none): the window fills.
+    let script: Vec<Reply> = (0..30).map(|i| Reply::Call("lookup", json!({"key": format!("k{i}"), "pad": "p".repeat(600)}))).chain([Reply::Text("k1 is 1001.")]).collect();
+    let backend = Scripted::new(1200, script);
+    let mut s = settings(StrategyKind::None);
+    s.reserve = 200;
+    let mut agent = Agent::new(backend, world(), Arc::new(NoAnswer), s).unwrap();
+    let mut sink = VecSink::default();
+    let out = agent.run("What is the value of k1?", &mut sink).await.unwrap();
+    assert!(matches!(out.reason, ExitReason::ContextExhausted { .. }), "{:?}", out.reason);
+    assert_eq!(out.answer.as_deref(), Some("closing: value 1001"), "the closing answer came despite the full window");
+    assert!(sink.events.iter().any(|e| matches!(e, AgentEvent::Error { message } if message.contains("left out to fit"))));
 }

@@ -83,7 +83,7 @@ async fn smollm2_investigates_a_local_api_compacts_and_stays_in_the_window() {
     let want: Vec<String> = ev.iter().map(|e| serde_json::to_string(e).unwrap()).collect();
     assert_eq!(store.events_json(id).unwrap(), want);
     assert_eq!(store.history(id).unwrap(), out.history);
-    assert_ne!(store.get(id).unwrap().status, "running");
+    assert_ne!(store.get(id).unwrap().status, mf_agent::SessionStatus::Running);
     undo_restores_history_and_kv(&mut agent, &backend, specs, ev).await;
 }
 

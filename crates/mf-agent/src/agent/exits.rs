@@ -1,0 +1,106 @@
+//! The closing answer: after a dynamic exit the model is asked once,
+//! without tools, for the answer from what it gathered. It always gets room:
+//! when the history is too long for the request plus a reply, the oldest
+//! exchanges after the pinned zone are left out (whole tool units), and the
+//! request says how many.
+
+use mf_forgetting::{Message, Role};
+
+use super::Agent;
+use crate::compact::chat_history;
+use crate::events::{AgentEvent, EventSink, Purpose};
+
+/// The request for the closing answer (`prompts/closing_answer.md`).
+pub const CLOSING_REQUEST: &str = include_str!("prompts/closing_answer.md");
+
+/// The history with the first `dropped` messages after `pinned_end` left
+/// out, and the closing request (saying how many were left out) at the end.
+fn closing_prompt(history: &[Message], pinned_end: usize, dropped: usize, request_id: &str) -> Vec<Message> {
+    let mut h: Vec<Message> = history[..pinned_end].to_vec();
+    h.extend_from_slice(&history[pinned_end + dropped..]);
+    let mut text = CLOSING_REQUEST.trim_end().to_owned();
+    if dropped > 0 {
+        text.push_str(&format!(" ({dropped} earlier messages were left out to fit the context window.)"));
+    }
+    h.push(Message::user(request_id, &text));
+    h
+}
+
+/// Where the next whole unit after `from` starts (a unit: a message and the tool results that follow it).
+fn next_unit(history: &[Message], from: usize) -> usize {
+    let mut i = from + 1;
+    while i < history.len() && history[i].role == Role::Tool {
+        i += 1;
+    }
+    i
+}
+
+impl Agent {
+    /// Asks once, without tools, for the answer from what was gathered,
+    /// leaving out the oldest exchanges if that is what it takes to fit.
+    pub(super) async fn closing_answer(&mut self, history: &mut Vec<Message>, round: u32, sink: &mut dyn EventSink) -> Option<String> {
+        let request_id = self.id();
+        let pinned_end = mf_forgetting::message::question_index(history).map_or(history.len(), |i| i + 1);
+        let room = self.backend.context_size().saturating_sub(self.settings.reserve);
+        let mut dropped = 0usize;
+        let h = loop {
+            let h = closing_prompt(history, pinned_end, dropped, &request_id);
+            let n = match self.backend.count_tokens(&chat_history(&h), &[]).await {
+                Ok(n) => n,
+                Err(e) => {
+                    sink.emit(&AgentEvent::Error { message: format!("no closing answer: the prompt cannot be measured ({e})") });
+                    return None;
+                }
+            };
+            if n <= room {
+                break h;
+            }
+            if pinned_end + dropped >= history.len() {
+                sink.emit(&AgentEvent::Error { message: format!("no closing answer: even the pinned zone alone ({n} tokens) leaves no room for it") });
+                return None;
+            }
+            dropped = next_unit(history, pinned_end + dropped) - pinned_end;
+        };
+        if dropped > 0 {
+            sink.emit(&AgentEvent::Error { message: format!("closing answer: {dropped} earlier messages left out to fit the context window") });
+        }
+        let mut sampling = self.settings.sampling.clone();
+        sampling.max_tokens = self.settings.reserve;
+        match self.generate(chat_history(&h), Vec::new(), sampling, round, Purpose::Answer, sink).await {
+            Ok(g) => {
+                let text = g.content.trim().to_string();
+                sink.emit(&AgentEvent::FinalAnswer { text: text.clone() });
+                let id = self.id();
+                history.push(h[h.len() - 1].clone());
+                history.push(Message::assistant(&id, &text));
+                Some(text)
+            }
+            Err(e) => {
+                sink.emit(&AgentEvent::Error { message: format!("closing answer: {e}") });
+                None
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn left_out_messages_are_whole_units_and_counted_in_the_request() {
+        let h = vec![
+            Message::system("m0", "s"),
+            Message::user("m1", "q"),
+            Message::assistant_calls("m2", "", vec![mf_forgetting::ToolCall { id: "c1".into(), name: "t".into(), arguments: serde_json::json!({}) }]),
+            Message::tool_result("m3", "c1", "t", "r1"),
+            Message::assistant("m4", "thinking"),
+        ];
+        assert_eq!(next_unit(&h, 2), 4, "a call and its result go together");
+        let p = closing_prompt(&h, 2, 2, "m9");
+        assert_eq!(p.iter().map(|m| m.id.0.as_str()).collect::<Vec<_>>(), ["m0", "m1", "m4", "m9"]);
+        assert!(p[3].content.contains("2 earlier messages were left out"), "{}", p[3].content);
+        assert_eq!(closing_prompt(&h, 2, 0, "m9")[5].content, CLOSING_REQUEST.trim_end());
+    }
+}

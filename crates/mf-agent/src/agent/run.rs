@@ -1,0 +1,209 @@
+//! The loop, round by round: measure, compact when over the threshold, ask
+//! the model, then either take its answer or run its tool calls; dynamic
+//! exits end it, and after one the model is asked for a closing answer.
+
+use mf_forgetting::{ExitEvent, ExitMonitor, Message, StrategyKind};
+
+use super::compaction::Compacted;
+use super::{Agent, FORECAST_WINDOW, MALFORMED_KEEP_CHARS, Outcome, n32};
+use crate::compact::chat_history;
+use crate::error::AgentError;
+use crate::events::{AgentEvent, EventSink, ExitReason, Purpose};
+use crate::tools::{FailureKind, ToolFailure};
+
+/// What the loop carries from round to round.
+struct Progress {
+    history: Vec<Message>,
+    monitor: ExitMonitor,
+    rounds: u32,
+    compactions: u32,
+    /// The largest prompt sent.
+    max_prompt: u32,
+    /// Prompt tokens when the last round was sent (after any compaction).
+    last_sent: Option<u32>,
+}
+
+/// How one round ended.
+enum Round {
+    /// Go on to the next round.
+    Next,
+    /// The model answered.
+    Answered(String),
+    /// A dynamic exit.
+    Exit(ExitReason),
+}
+
+impl Agent {
+    /// Runs an investigation of `question` to its end.
+    ///
+    /// # Errors
+    /// A model failure the loop cannot turn into an exit (it is also emitted as an error event).
+    pub async fn run(&mut self, question: &str, sink: &mut dyn EventSink) -> Result<Outcome, AgentError> {
+        let system = self.id();
+        let user = self.id();
+        let history = vec![Message::system(&system, &self.settings.system_prompt), Message::user(&user, question)];
+        self.run_from(history, false, sink).await
+    }
+
+    /// Continues an investigation from a stored history. A trailing tool call
+    /// without a result (a crash mid-call) gets an `interrupted` error result:
+    /// it is never re-run without the model asking, and approval, again.
+    ///
+    /// # Errors
+    /// As [`Agent::run`].
+    pub async fn resume(&mut self, mut history: Vec<Message>, sink: &mut dyn EventSink) -> Result<Outcome, AgentError> {
+        self.next_id = crate::session::next_message_id(&history);
+        let answered: Vec<String> = history.iter().filter_map(|m| m.tool_call_id.clone()).collect();
+        let open: Vec<(String, String)> =
+            history.iter().flat_map(|m| m.tool_calls.iter()).filter(|c| !answered.contains(&c.id)).map(|c| (c.id.clone(), c.name.clone())).collect();
+        for (call_id, name) in open {
+            let id = self.id();
+            let f = ToolFailure::new(FailureKind::Interrupted, "the program stopped during this call; it was not re-run.");
+            history.push(Message::tool_error(&id, &call_id, &name, &f.to_model_text()));
+        }
+        self.run_from(history, true, sink).await
+    }
+
+    async fn run_from(&mut self, history: Vec<Message>, resumed: bool, sink: &mut dyn EventSink) -> Result<Outcome, AgentError> {
+        let question = mf_forgetting::message::question_index(&history).map(|i| history[i].content.clone()).unwrap_or_default();
+        sink.emit(&AgentEvent::Started {
+            question,
+            strategy: self.settings.strategy.as_str().into(),
+            model: self.backend.model_info().name,
+            context: self.backend.context_size(),
+            reserve: self.settings.reserve,
+            threshold: self.threshold(),
+            tools: self.specs.iter().map(|s| s.name.clone()).collect(),
+            resumed,
+        });
+        sink.history(&history);
+        if resumed {
+            self.load_resume_point(&history, sink).await;
+        }
+        let mut monitor = ExitMonitor::new(self.settings.exit);
+        for c in history.iter().flat_map(|m| m.tool_calls.iter()) {
+            let _ = monitor.observe(&ExitEvent::ToolCall { name: c.name.clone(), arguments: c.arguments.clone() });
+        }
+        self.growth.clear();
+        let mut p = Progress { history, monitor, rounds: 0, compactions: 0, max_prompt: 0, last_sent: None };
+        let reason = loop {
+            match self.round(&mut p, sink).await {
+                Ok(Round::Next) => {}
+                Ok(Round::Answered(text)) => {
+                    self.save_resume_point(p.rounds, sink).await;
+                    sink.emit(&AgentEvent::Exit { reason: ExitReason::FinalAnswer, rounds: p.rounds, compactions: p.compactions });
+                    return Ok(Outcome {
+                        reason: ExitReason::FinalAnswer,
+                        answer: Some(text),
+                        rounds: p.rounds,
+                        compactions: p.compactions,
+                        history: p.history,
+                        max_prompt_tokens: p.max_prompt,
+                    });
+                }
+                Ok(Round::Exit(r)) => break r,
+                Err(e) => {
+                    sink.emit(&AgentEvent::Error { message: e.to_string() });
+                    return Err(e);
+                }
+            }
+        };
+        let answer = if matches!(reason, ExitReason::Cancelled) { None } else { self.closing_answer(&mut p.history, p.rounds, sink).await };
+        self.save_resume_point(p.rounds, sink).await;
+        sink.history(&p.history);
+        sink.emit(&AgentEvent::Exit { reason: reason.clone(), rounds: p.rounds, compactions: p.compactions });
+        Ok(Outcome { reason, answer, rounds: p.rounds, compactions: p.compactions, history: p.history, max_prompt_tokens: p.max_prompt })
+    }
+
+    /// One round: measure (and compact), generate, then answer or dispatch.
+    async fn round(&mut self, p: &mut Progress, sink: &mut dyn EventSink) -> Result<Round, AgentError> {
+        if self.cancel.is_cancelled() {
+            return Ok(Round::Exit(ExitReason::Cancelled));
+        }
+        if let Some(cap) = self.settings.safety_cap
+            && p.rounds >= cap
+        {
+            return Ok(Round::Exit(ExitReason::SafetyCap { rounds: p.rounds }));
+        }
+        p.rounds += 1;
+        sink.emit(&AgentEvent::Round { round: p.rounds });
+        let mut g = self.gauge(&p.history).await?;
+        if let Some(prev) = p.last_sent
+            && g.prompt_tokens >= prev
+        {
+            if self.growth.len() == FORECAST_WINDOW {
+                self.growth.pop_front();
+            }
+            self.growth.push_back(g.prompt_tokens - prev);
+        }
+        sink.emit(&AgentEvent::Gauge { gauge: g, forecast: self.forecast(&g) });
+        let threshold = self.threshold();
+        if self.settings.strategy != StrategyKind::None && self.budget().should_compact(g.prompt_tokens as usize, p.history.len()) {
+            p.compactions += 1;
+            match self.compact(&p.history, g, p.rounds, sink).await? {
+                Compacted::Done(h2, g2) => {
+                    let ev = ExitEvent::Compaction {
+                        tokens_before: g.prompt_tokens as usize,
+                        tokens_after: g2.prompt_tokens as usize,
+                        threshold: threshold as usize,
+                        messages_after: h2.len(),
+                    };
+                    p.history = h2;
+                    g = g2;
+                    sink.history(&p.history);
+                    if let Some(r) = p.monitor.observe(&ev) {
+                        return Ok(Round::Exit(ExitReason::from(r)));
+                    }
+                }
+                Compacted::Exit(reason) => return Ok(Round::Exit(reason)),
+            }
+        }
+        if g.prompt_tokens + self.settings.reserve > self.backend.context_size() {
+            return Ok(Round::Exit(ExitReason::ContextExhausted { tokens: g.prompt_tokens, threshold, messages: n32(p.history.len()) }));
+        }
+        p.max_prompt = p.max_prompt.max(g.prompt_tokens);
+        p.last_sent = Some(g.prompt_tokens);
+        let mut sampling = self.settings.sampling.clone();
+        sampling.max_tokens = self.settings.reserve;
+        let reply = self.generate(chat_history(&p.history), self.specs.clone(), sampling, p.rounds, Purpose::Round, sink).await?;
+        if reply.stop_reason == mf_inference::StopReason::Cancelled {
+            return Ok(Round::Exit(ExitReason::Cancelled));
+        }
+        if let Some(err) = reply.tool_parse_error.clone() {
+            return Ok(self.malformed(p, &reply.raw_text, &err, sink));
+        }
+        if reply.tool_calls.is_empty() {
+            let text = reply.content.trim().to_string();
+            let id = self.id();
+            p.history.push(Message::assistant(&id, &text));
+            sink.history(&p.history);
+            sink.emit(&AgentEvent::FinalAnswer { text: text.clone() });
+            return Ok(Round::Answered(text));
+        }
+        let exit = self.dispatch(&reply.content, reply.tool_calls.clone(), &mut p.history, &mut p.monitor, p.rounds, sink).await;
+        Ok(exit.map_or(Round::Next, Round::Exit))
+    }
+
+    /// A reply whose tool call could not be parsed: its head and an error
+    /// note go into the history (the model sees its mistake), counted as an error.
+    fn malformed(&mut self, p: &mut Progress, raw: &str, err: &str, sink: &mut dyn EventSink) -> Round {
+        let id = self.id();
+        let kept = mf_forgetting::summary::cut_chars(raw, MALFORMED_KEEP_CHARS);
+        p.history.push(Message::assistant(&id, &kept));
+        let f = ToolFailure::new(FailureKind::MalformedToolCall, format!("{err}. Call a tool with one valid JSON object of arguments, or answer."));
+        let id = self.id();
+        let mut m = Message::user(&id, &f.to_model_text());
+        m.is_error = true;
+        p.history.push(m);
+        sink.emit(&AgentEvent::ToolResult {
+            call_id: String::new(),
+            name: String::new(),
+            ok: false,
+            error: Some(f.kind.as_str().to_owned()),
+            content: f.to_model_text(),
+            truncated: None,
+        });
+        sink.history(&p.history);
+        p.monitor.observe(&ExitEvent::ToolResult { is_error: true }).map_or(Round::Next, |r| Round::Exit(ExitReason::from(r)))
+    }
+}
