@@ -1,14 +1,17 @@
-//! Benchmark commands: the panel's options, a run in the background with
-//! progress on an `ipc::Channel`, cancel, and export. The run itself is
-//! `mf_bench::run_suite`, the same code `bench-forgetting` runs.
+//! Benchmark commands: an adapter over `mf_bench::orchestrate` (the panel's
+//! options, a run in the background with its `BenchEvent`s forwarded to an
+//! `ipc::Channel`, cancel, export). The run itself is `mf_bench::run_suite`,
+//! the same code `bench-forgetting` runs, with the context size and threads
+//! from the settings.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use mf_bench::{Condition, Model, ModelResult, RunConfig, Scorers, load, report, run_suite};
-use mf_inference::{CancelToken, LlamaConfig, LlamaSession};
-use serde::{Deserialize, Serialize};
+use mf_bench::orchestrate::{self, ScenarioOption};
+pub use mf_bench::{BenchEvent, BenchRequest, BenchRun};
+use mf_bench::{BenchError, BenchJob, Condition, Environment, report};
+use serde::Serialize;
 use tauri::State;
 use tauri::ipc::Channel;
 
@@ -28,85 +31,6 @@ pub struct BenchOptions {
     pub scorers: Vec<String>,
 }
 
-/// One scenario the panel lists.
-#[derive(Debug, Clone, Serialize)]
-pub struct ScenarioOption {
-    /// Its id.
-    pub id: String,
-    /// Its problem class.
-    pub class: String,
-}
-
-/// What the panel asks to run (ui/src/lib/api.ts `BenchRequest`).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BenchRequest {
-    /// Models as offered.
-    pub models: Vec<String>,
-    /// Scenario ids.
-    pub scenarios: Vec<String>,
-    /// Condition names.
-    pub conditions: Vec<String>,
-    /// Scorer names.
-    pub scorers: Vec<String>,
-    /// Repetitions.
-    pub reps: u32,
-}
-
-/// What the run reports (ui/src/lib/api.ts `BenchEvent`).
-#[derive(Debug, Clone, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum BenchEvent {
-    /// The run began.
-    Started {
-        /// Its id.
-        run_id: String,
-        /// Steps in all (models × reps × scenarios × conditions).
-        total: u64,
-    },
-    /// One step done.
-    Progress {
-        /// Steps done.
-        done: u64,
-        /// Steps in all.
-        total: u64,
-        /// What was just done.
-        label: String,
-    },
-    /// One model finished.
-    ModelResult {
-        /// Everything measured for it.
-        result: Box<ModelResult>,
-    },
-    /// All models finished.
-    Finished,
-    /// Stopped by the user.
-    Cancelled,
-    /// The run failed.
-    Error {
-        /// Why.
-        message: String,
-    },
-}
-
-/// A run of this process.
-#[derive(Default)]
-pub struct BenchRun {
-    /// Cancelled by `cancel_benchmark`: every model of the run generates with
-    /// it (`mf_bench::Model::with_cancel`), so the call in progress stops at
-    /// its next token and `run_suite` ends with `BenchError::Cancelled`.
-    cancel: CancelToken,
-    /// Results so far.
-    results: Mutex<Vec<ModelResult>>,
-}
-
-impl BenchRun {
-    /// Cancels the run (see [`cancel_benchmark`]).
-    pub fn cancel(&self) {
-        self.cancel.cancel();
-    }
-}
-
 /// Runs of this process by id.
 pub type BenchRuns = Mutex<HashMap<String, Arc<BenchRun>>>;
 
@@ -118,15 +42,11 @@ pub fn bench_options(state: State<'_, AppState>) -> CmdResult<BenchOptions> {
     if chosen.is_file() && chosen.parent() != Some(state.paths.models.as_path()) {
         models.push(chosen.display().to_string());
     }
-    let scenarios = load::load_dir(&state.paths.scenarios, &[])?
-        .into_iter()
-        .map(|s| ScenarioOption { id: s.scenario.id, class: mf_bench::run::enum_name(&s.scenario.class) })
-        .collect();
     Ok(BenchOptions {
         models,
-        scenarios,
+        scenarios: orchestrate::scenario_options(&state.paths.scenarios)?,
         conditions: Condition::ALL.iter().map(|c| c.as_str().to_owned()).collect(),
-        scorers: vec!["keyword".into(), "judge".into()],
+        scorers: orchestrate::SCORERS.iter().map(|s| (*s).to_owned()).collect(),
     })
 }
 
@@ -138,88 +58,35 @@ pub fn run_benchmark(state: State<'_, AppState>, request: BenchRequest, on_event
     })
 }
 
+/// A request the user can fix is `invalid`; anything else is `bench`.
+fn request_error(e: BenchError) -> CommandError {
+    match e {
+        BenchError::NothingChosen(_)
+        | BenchError::RepsOutOfRange { .. }
+        | BenchError::ModelFileMissing(_)
+        | BenchError::UnknownScenarios(_) => CommandError::invalid(e.to_string()),
+        other => other.into(),
+    }
+}
+
 /// What `run_benchmark` does, with the events going to `send`: checks the
 /// request, then runs each model on a thread of its own. Returns the run id.
 ///
 /// # Errors
 /// `invalid` / `bench` for a request that cannot run.
 pub fn start(state: &AppState, request: BenchRequest, send: impl Fn(BenchEvent) + Send + 'static) -> CmdResult<String> {
-    if request.models.is_empty() {
-        return Err(CommandError::invalid("Choose at least one model."));
-    }
-    if request.scenarios.is_empty() {
-        return Err(CommandError::invalid("Choose at least one scenario."));
-    }
-    if request.reps == 0 || request.reps > 100 {
-        return Err(CommandError::invalid("Repetitions must be from 1 to 100."));
-    }
-    let conditions = Condition::parse_list(&request.conditions.join(","))?;
-    let scorers = Scorers::parse(&request.scorers.join(","))?;
-    let mut models = Vec::new();
-    for m in &request.models {
-        let p = PathBuf::from(m);
-        let path = if p.is_absolute() { p } else { state.paths.models.join(m) };
-        if !path.is_file() {
-            return Err(CommandError::invalid(format!("No model file {}.", path.display())));
-        }
-        models.push(path);
-    }
-    let scenarios: Vec<_> = load::load_dir(&state.paths.scenarios, &request.scenarios)?
-        .into_iter()
-        .filter(|s| request.scenarios.contains(&s.scenario.id))
-        .collect();
-    if scenarios.len() != request.scenarios.len() {
-        return Err(CommandError::invalid("Some chosen scenarios do not exist."));
-    }
-    let threads = i32::try_from(state.settings()?.threads).ok();
-    let cfg = RunConfig { conditions, scorers, reps: request.reps, scenarios_dir: state.paths.scenarios.display().to_string(), ..RunConfig::default() };
-    let per_model = u64::from(cfg.reps) * scenarios.len() as u64 * cfg.conditions.len() as u64;
-    let total = per_model * models.len() as u64;
+    let settings = state.settings()?;
+    let env = Environment {
+        models_dir: state.paths.models.clone(),
+        scenarios_dir: state.paths.scenarios.clone(),
+        n_ctx: settings.context,
+        threads: i32::try_from(settings.threads).ok(),
+    };
+    let job = BenchJob::prepare(&request, &env).map_err(request_error)?;
     let run_id = format!("bench-{}", state.next_run_id());
     let run = Arc::new(BenchRun::default());
     state.benches.lock().map_err(|_| CommandError::internal("bench table poisoned"))?.insert(run_id.clone(), run.clone());
-    let rid = run_id.clone();
-    std::thread::Builder::new()
-        .name("benchmark".into())
-        .spawn(move || {
-            send(BenchEvent::Started { run_id: rid, total });
-            let cancelled = || run.cancel.is_cancelled();
-            for (i, path) in models.iter().enumerate() {
-                let offset = per_model * i as u64;
-                let outcome = (|| -> Result<ModelResult, CommandError> {
-                    // Long scenarios need ~5k tokens uncompressed (the `full` condition), as in bench-forgetting.
-                    let mut lc = LlamaConfig::new(path).with_n_ctx(8192);
-                    lc.n_threads = threads;
-                    if cancelled() {
-                        return Err(mf_bench::BenchError::Cancelled.into());
-                    }
-                    let session = Arc::new(LlamaSession::load(lc)?);
-                    let model = Model::llama(session)?.with_cancel(run.cancel.clone());
-                    let r = run_suite(&model, None, &scenarios, &cfg, &mut |p| {
-                        send(BenchEvent::Progress { done: offset + p.done, total, label: p.label });
-                    })?;
-                    Ok(r)
-                })();
-                match outcome {
-                    _ if cancelled() => {
-                        send(BenchEvent::Cancelled);
-                        return;
-                    }
-                    Ok(r) => {
-                        if let Ok(mut all) = run.results.lock() {
-                            all.push(r.clone());
-                        }
-                        send(BenchEvent::ModelResult { result: Box::new(r) });
-                    }
-                    Err(e) => {
-                        send(BenchEvent::Error { message: format!("{}: {}", path.display(), e.message) });
-                        return;
-                    }
-                }
-            }
-            send(BenchEvent::Finished);
-        })
-        .map_err(|e| CommandError::internal(format!("cannot start the benchmark thread: {e}")))?;
+    orchestrate::spawn(job, run_id.clone(), run, send)?;
     Ok(run_id)
 }
 
@@ -246,8 +113,7 @@ pub fn export_benchmark(state: State<'_, AppState>, run_id: String, format: Stri
 /// # Errors
 /// `not_found`, `invalid` (format), `export` (cannot write).
 pub fn export(state: &AppState, run_id: &str, format: &str) -> CmdResult<String> {
-    let run = state.bench(run_id)?;
-    let results = run.results.lock().map_err(|_| CommandError::internal("results poisoned"))?.clone();
+    let results = state.bench(run_id)?.results();
     let (text, ext) = match format {
         "json" => (serde_json::to_string_pretty(&results).map_err(|e| CommandError::internal(e.to_string()))?, "json"),
         "markdown" => (report::markdown(&results), "md"),
