@@ -337,6 +337,8 @@ pub fn retention(world: &World, context: &[Message]) -> Vec<Retention> {
 pub fn summarise(runs: &[AgenticRun], strategies: &[super::AgenticStrategy]) -> Vec<StrategySummary> {
     strategies
         .iter()
+        // A strategy not reached (a run stopped early) gets no row.
+        .filter(|s| runs.iter().any(|r| r.strategy == s.as_str()))
         .map(|s| {
             let rs: Vec<&AgenticRun> = runs.iter().filter(|r| r.strategy == s.as_str()).collect();
             let n = rs.len().max(1) as f64;
