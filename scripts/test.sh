@@ -5,6 +5,7 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 echo "==> scenario files validate"
 python3 scenarios/tools/validate.py --strict
+python3 scripts/check_docs.py    # README and docs/: links stay in the repository, settings tables match the code
 echo "==> UI: npm ci, vitest, svelte-check"
 command -v npm >/dev/null || { echo "error: Node.js >= 20.19 with npm is required: https://nodejs.org" >&2; exit 1; }
 node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a===20&&b>=19)?0:1)' \

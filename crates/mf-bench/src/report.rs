@@ -1,9 +1,23 @@
 //! Markdown tables from a results file (`bench-forgetting report`), also
-//! printed as the terminal's human-readable table.
+//! printed as the terminal's human-readable table, and the whole results page
+//! (`docs/results.md`) from an index of the committed results files.
+//!
+//! The page is generated, never edited: [`results_page`] reads the index
+//! (`crates/mf-bench/results/index.json`: per results file its title, the
+//! commands that produced it, the machine, the build, the date and what the
+//! numbers show) and renders every file's tables below its entry. A test
+//! compares the committed page with what this produces, so the page cannot
+//! drift from the results.
 
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
+use serde::Deserialize;
+
+use crate::agentic::{self, AgenticResult};
+use crate::error::{BenchError, Result};
 use crate::results::{ModelResult, Stat};
+use crate::schema;
 
 fn pm(s: &Stat, reps: u32) -> String {
     if reps > 1 { format!("{:.2} ± {:.2}", s.mean, s.sd) } else { format!("{:.2}", s.mean) }
@@ -127,4 +141,315 @@ fn model_markdown(out: &mut String, r: &ModelResult) {
         );
     }
     let _ = writeln!(out, "\nEmpty answers caused by the token budget: {}.\n", r.empty_by_budget);
+}
+
+/// A results file of either kind, checked against its schema.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ResultsFile {
+    /// The scenario suite (`bench-forgetting --out`).
+    Suite(Vec<ModelResult>),
+    /// The live agentic worlds (`bench-forgetting agentic --out`).
+    Agentic(Vec<AgenticResult>),
+}
+
+impl ResultsFile {
+    /// The file's tables, as `bench-forgetting report` prints them.
+    #[must_use]
+    pub fn markdown(&self) -> String {
+        match self {
+            ResultsFile::Suite(r) => markdown(r),
+            ResultsFile::Agentic(r) => agentic::markdown(r),
+        }
+    }
+}
+
+/// Reads a results file of either kind (agentic results hold `runs`) and
+/// checks it against its schema.
+///
+/// # Errors
+/// [`BenchError::ReadFile`] when it cannot be read, [`BenchError::Json`] when
+/// it is not JSON of the right shape, [`BenchError::Schema`] when it does not
+/// match its schema.
+pub fn read_results(file: &Path) -> Result<ResultsFile> {
+    let text = std::fs::read_to_string(file).map_err(|source| BenchError::ReadFile { path: file.to_path_buf(), source })?;
+    let v: serde_json::Value = serde_json::from_str(&text)?;
+    let is_agentic = v.as_array().and_then(|a| a.first()).is_some_and(|o| o.get("runs").is_some());
+    if is_agentic {
+        agentic::validate_agentic(&v).map_err(|e| BenchError::Schema(format!("{}: {e}", file.display())))?;
+        Ok(ResultsFile::Agentic(serde_json::from_value(v)?))
+    } else {
+        schema::validate_results(&v).map_err(|e| BenchError::Schema(format!("{}: {e}", file.display())))?;
+        Ok(ResultsFile::Suite(serde_json::from_value(v)?))
+    }
+}
+
+/// The index the results page is generated from (`results/index.json`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PageIndex {
+    /// The page's title.
+    pub title: String,
+    /// The command that writes the page (said in its first line).
+    pub generate: String,
+    /// Paragraphs under the title (Markdown).
+    pub intro: Vec<String>,
+    /// How the page links to a results file: this prefix, then the file's
+    /// path relative to the index (`../crates/mf-bench/results/` for a page
+    /// in `docs/`).
+    pub link_prefix: String,
+    /// The page's sections, in order.
+    pub sections: Vec<PageSection>,
+}
+
+/// A section of the results page.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PageSection {
+    /// Its heading.
+    pub title: String,
+    /// Paragraphs under the heading (Markdown).
+    #[serde(default)]
+    pub intro: Vec<String>,
+    /// The results files shown in it.
+    pub entries: Vec<PageEntry>,
+}
+
+/// One results file on the page, with how it was measured.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PageEntry {
+    /// Its heading.
+    pub title: String,
+    /// The results file, relative to the index.
+    pub file: String,
+    /// Results files that were merged into `file` (listed, not rendered).
+    #[serde(default)]
+    pub parts: Vec<String>,
+    /// The day of the run (`YYYY-MM-DD`).
+    pub date: String,
+    /// The machine it ran on.
+    pub machine: String,
+    /// The build and its settings (profile, threads, workers).
+    pub build: String,
+    /// The commands that produced the file, in order.
+    pub commands: Vec<String>,
+    /// What the numbers show, and what they do not (Markdown paragraphs).
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+/// Reads the index of the results page.
+///
+/// # Errors
+/// [`BenchError::ReadFile`] or [`BenchError::Json`] for an unreadable or
+/// malformed index.
+pub fn read_index(index: &Path) -> Result<PageIndex> {
+    let text = std::fs::read_to_string(index).map_err(|source| BenchError::ReadFile { path: index.to_path_buf(), source })?;
+    Ok(serde_json::from_str(&text)?)
+}
+
+/// Every results file the index names (entries and their parts), relative to the index.
+#[must_use]
+pub fn indexed_files(index: &PageIndex) -> Vec<String> {
+    index.sections.iter().flat_map(|s| &s.entries).flat_map(|e| std::iter::once(&e.file).chain(&e.parts)).cloned().collect()
+}
+
+/// The whole results page (`docs/results.md`) from its index: the title, an
+/// overview of every suite run's keyword means, then per section and entry
+/// the command, model, machine, build and date, the file's tables and the notes.
+///
+/// # Errors
+/// As [`read_index`] and [`read_results`], for the index and every file it names.
+pub fn results_page(index_path: &Path) -> Result<String> {
+    let index = read_index(index_path)?;
+    let dir = index_path.parent().map_or_else(PathBuf::new, Path::to_path_buf);
+    let mut loaded = Vec::new();
+    for section in &index.sections {
+        let mut files = Vec::new();
+        for e in &section.entries {
+            for part in &e.parts {
+                let p = dir.join(part);
+                if !p.is_file() {
+                    return Err(BenchError::ReadFile { path: p, source: std::io::Error::from(std::io::ErrorKind::NotFound) });
+                }
+            }
+            files.push(read_results(&dir.join(&e.file))?);
+        }
+        loaded.push(files);
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "<!-- Generated by `{}` from the committed results files. Do not edit: edit the index or the results and generate it again (a test checks that this file is what the generator writes). -->\n",
+        index.generate
+    );
+    let _ = writeln!(out, "# {}\n", index.title);
+    for p in &index.intro {
+        let _ = writeln!(out, "{p}\n");
+    }
+    overview(&mut out, &index, &loaded);
+    for (section, files) in index.sections.iter().zip(&loaded) {
+        let _ = writeln!(out, "## {}\n", section.title);
+        for p in &section.intro {
+            let _ = writeln!(out, "{p}\n");
+        }
+        for (e, file) in section.entries.iter().zip(files) {
+            entry(&mut out, &index.link_prefix, e, file);
+        }
+    }
+    while out.ends_with("\n\n") {
+        out.pop();
+    }
+    Ok(out)
+}
+
+const OVERVIEW_CONDITIONS: [&str; 6] = ["full", "baseline", "masking", "v1", "v2", "v2.1"];
+
+/// One line per suite run: keyword mean per condition and the judge's brackets.
+fn overview(out: &mut String, index: &PageIndex, loaded: &[Vec<ResultsFile>]) {
+    let _ = writeln!(out, "## At a glance\n");
+    let _ = writeln!(
+        out,
+        "Keyword score (0–3, mean over every probe) per condition for every scenario-suite run below, and the judge's grades of its control answers (a judge to trust grades the reference 3, a contradiction low and the empty answer 0).\n"
+    );
+    let _ = writeln!(out, "| run | model | scenarios | {} | judge: identical / contradiction / empty |", OVERVIEW_CONDITIONS.join(" | "));
+    let _ = writeln!(out, "| --- | --- | ---: |{} --- |", " ---: |".repeat(OVERVIEW_CONDITIONS.len()));
+    for (section, files) in index.sections.iter().zip(loaded) {
+        for (e, file) in section.entries.iter().zip(files) {
+            let ResultsFile::Suite(models) = file else { continue };
+            for r in models {
+                let cells: Vec<String> = OVERVIEW_CONDITIONS
+                    .iter()
+                    .map(|c| r.conditions.iter().find(|x| x.condition == *c).map_or("–".to_owned(), |x| format!("{:.2}", x.keyword.mean)))
+                    .collect();
+                let j = &r.control_brackets.judge;
+                let g = |k: &str| j.get(k).map_or("–".to_owned(), |v| format!("{v:.2}"));
+                let brackets = if j.is_empty() { "not run".to_owned() } else { format!("{} / {} / {}", g("identical"), g("contradiction"), g("empty")) };
+                let _ = writeln!(out, "| [{}](#{}) | {} | {} | {} | {brackets} |", e.title, anchor(&e.title), r.model, r.settings.scenarios.len(), cells.join(" | "));
+            }
+        }
+    }
+    out.push('\n');
+}
+
+/// The anchor a Markdown renderer gives a heading (lower case, punctuation dropped, spaces to dashes).
+fn anchor(title: &str) -> String {
+    title
+        .chars()
+        .filter_map(|c| match c {
+            c if c.is_alphanumeric() => Some(c.to_lowercase().next().unwrap_or(c)),
+            ' ' => Some('-'),
+            '-' | '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+fn entry(out: &mut String, link_prefix: &str, e: &PageEntry, file: &ResultsFile) {
+    let _ = writeln!(out, "### {}\n", e.title);
+    let models: Vec<&str> = match file {
+        ResultsFile::Suite(r) => r.iter().map(|m| m.model.as_str()).collect(),
+        ResultsFile::Agentic(r) => r.iter().map(|m| m.model.as_str()).collect(),
+    };
+    let _ = writeln!(out, "- Model: {}", models.join(", "));
+    let _ = writeln!(out, "- Date: {}", e.date);
+    let _ = writeln!(out, "- Machine: {}", e.machine);
+    let _ = writeln!(out, "- Build: {}", e.build);
+    let _ = writeln!(out, "- Results: [`{}`]({link_prefix}{})", e.file, e.file);
+    if !e.parts.is_empty() {
+        let parts: Vec<String> = e.parts.iter().map(|p| format!("[`{p}`]({link_prefix}{p})")).collect();
+        let _ = writeln!(out, "- Merged from: {}", parts.join(", "));
+    }
+    let _ = writeln!(out, "\n```sh");
+    for c in &e.commands {
+        let _ = writeln!(out, "{c}");
+    }
+    let _ = writeln!(out, "```\n");
+    // The file's own tables, one heading level down.
+    for line in file.markdown().lines() {
+        if line.starts_with('#') {
+            let _ = writeln!(out, "#{line}");
+        } else {
+            let _ = writeln!(out, "{line}");
+        }
+    }
+    if !e.notes.is_empty() {
+        let _ = writeln!(out, "\n**What it shows.**\n");
+        for p in &e.notes {
+            let _ = writeln!(out, "{p}\n");
+        }
+    }
+    out.push('\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    fn root() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    }
+
+    const INDEX: &str = "crates/mf-bench/results/index.json";
+
+    /// The committed page is exactly what the generator writes from the
+    /// committed results, so neither can change without the other.
+    #[test]
+    fn committed_results_page_is_generated() {
+        let root = root();
+        let page = results_page(&root.join(INDEX)).unwrap();
+        let committed = std::fs::read_to_string(root.join("docs/results.md")).unwrap();
+        if committed != page {
+            let line = committed.lines().zip(page.lines()).position(|(a, b)| a != b).unwrap_or_else(|| committed.lines().count().min(page.lines().count()));
+            panic!(
+                "docs/results.md is not what the generator writes (first difference at line {}:\n committed: {:?}\n generated: {:?}).\nRegenerate it: bench-forgetting report --index {INDEX} --out docs/results.md",
+                line + 1,
+                committed.lines().nth(line),
+                page.lines().nth(line)
+            );
+        }
+    }
+
+    /// Every committed results file is on the page (as an entry or as a part
+    /// merged into one), so a new run cannot be left out of it.
+    #[test]
+    fn every_results_file_is_indexed() {
+        let dir = root().join("crates/mf-bench/results");
+        let index = read_index(&dir.join("index.json")).unwrap();
+        let named: BTreeSet<String> = indexed_files(&index).into_iter().collect();
+        let mut on_disk = BTreeSet::new();
+        let mut stack = vec![dir.clone()];
+        while let Some(d) = stack.pop() {
+            for ent in std::fs::read_dir(&d).unwrap() {
+                let p = ent.unwrap().path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.extension().is_some_and(|x| x == "json") && p.file_name().is_some_and(|n| n != "index.json") {
+                    on_disk.insert(p.strip_prefix(&dir).unwrap().to_string_lossy().replace('\\', "/"));
+                }
+            }
+        }
+        let missing: Vec<&String> = on_disk.difference(&named).collect();
+        assert!(missing.is_empty(), "results files not in {INDEX}: {missing:?}");
+        let dangling: Vec<&String> = named.difference(&on_disk).collect();
+        assert!(dangling.is_empty(), "{INDEX} names files that do not exist: {dangling:?}");
+    }
+
+    #[test]
+    fn anchors_follow_the_renderer() {
+        assert_eq!(anchor("SmolLM2 135M — the six short scenarios"), "smollm2-135m--the-six-short-scenarios");
+        assert_eq!(anchor("Gemma 3 (v2.1, budget 16)"), "gemma-3-v21-budget-16");
+    }
+
+    #[test]
+    fn a_malformed_index_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("index.json");
+        std::fs::write(&p, r#"{"title": "t", "generate": "g", "intro": [], "link_prefix": "", "sections": [], "extra": 1}"#).unwrap();
+        assert!(matches!(results_page(&p), Err(BenchError::Json(_))));
+        std::fs::write(&p, r#"{"title": "t", "generate": "g", "intro": [], "link_prefix": "", "sections": [{"title": "s", "entries": [{"title": "e", "file": "nope.json", "date": "d", "machine": "m", "build": "b", "commands": []}]}]}"#).unwrap();
+        assert!(matches!(results_page(&p), Err(BenchError::ReadFile { .. })));
+    }
 }

@@ -28,11 +28,20 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Render results files (from `--json`/`--out`) as Markdown tables.
+    /// Render results files (from `--json`/`--out`) as Markdown tables, or
+    /// with `--index` the whole results page (docs/results.md).
     Report {
         /// The results files.
-        #[arg(required = true)]
+        #[arg(required_unless_present = "index", conflicts_with = "index")]
         files: Vec<PathBuf>,
+        /// Render the results page from this index
+        /// (crates/mf-bench/results/index.json): every file it names, with
+        /// its command, model, machine, build and date.
+        #[arg(long)]
+        index: Option<PathBuf>,
+        /// Write the page here instead of printing it (with `--index`).
+        #[arg(long, requires = "index")]
+        out: Option<PathBuf>,
     },
     /// Merge results files of the same model over disjoint scenario sets (e.g.
     /// the short, medium and long runs) into one file, every aggregate recomputed.
@@ -215,17 +224,22 @@ fn main() {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Some(Command::Report { files }) => {
-            for file in files {
-                match read_any(&file)? {
-                    Results::Suite(r) => print!("{}", report::markdown(&r)),
-                    Results::Agentic(r) => print!("{}", agentic::markdown(&r)),
+        Some(Command::Report { files, index, out }) => {
+            if let Some(index) = index {
+                let page = report::results_page(&index)?;
+                match out {
+                    Some(out) => std::fs::write(&out, page).with_context(|| format!("cannot write {}", out.display()))?,
+                    None => println!("{page}"),
                 }
+                return Ok(());
+            }
+            for file in files {
+                print!("{}", report::read_results(&file)?.markdown());
             }
             Ok(())
         }
         Some(Command::Validate { file }) => {
-            read_any(&file)?;
+            report::read_results(&file)?;
             println!("{}: valid", file.display());
             Ok(())
         }
@@ -233,7 +247,7 @@ fn run(cli: Cli) -> Result<()> {
         Some(Command::Merge { files, out }) => {
             let mut by_model: Vec<(String, Vec<ModelResult>)> = Vec::new();
             for file in &files {
-                let Results::Suite(rs) = read_any(file)? else { bail!("{}: agentic results cannot be merged", file.display()) };
+                let report::ResultsFile::Suite(rs) = report::read_results(file)? else { bail!("{}: agentic results cannot be merged", file.display()) };
                 for r in rs {
                     match by_model.iter_mut().find(|(m, _)| *m == r.model) {
                         Some((_, v)) => v.push(r),
@@ -252,25 +266,6 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         None => bench(cli.run),
-    }
-}
-
-enum Results {
-    Suite(Vec<ModelResult>),
-    Agentic(Vec<AgenticResult>),
-}
-
-/// Reads a results file of either kind (agentic results hold `runs`), checked against its schema.
-fn read_any(file: &Path) -> Result<Results> {
-    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
-    let v: serde_json::Value = serde_json::from_str(&text).with_context(|| format!("{} is not JSON", file.display()))?;
-    let agentic = v.as_array().and_then(|a| a.first()).is_some_and(|o| o.get("runs").is_some());
-    if agentic {
-        agentic::validate_agentic(&v).with_context(|| format!("{}", file.display()))?;
-        Ok(Results::Agentic(serde_json::from_value(v)?))
-    } else {
-        schema::validate_results(&v).with_context(|| format!("{}", file.display()))?;
-        Ok(Results::Suite(serde_json::from_value(v)?))
     }
 }
 
