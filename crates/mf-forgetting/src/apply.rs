@@ -3,13 +3,14 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::ForgettingError;
+pub use crate::estimate::{estimate_after, mask_placeholder, summarizer_log};
+use crate::estimate::{plan_literals, summary_content, summary_message};
 use crate::literals::{self, Literal};
-use crate::message::{Message, MessageId, Role, question_index};
-use crate::plan::{CompactionPlan, StrategyKind, Tier};
-use crate::summary::{Shrink, Summarizer, build_request, clean_summary, fallback, label, shrink};
+use crate::message::{Message, MessageId, question_index};
+use crate::plan::{CompactionPlan, Decline, StrategyKind, Tier};
+use crate::summary::{Summarizer, build_request, clean_summary, fallback};
 use crate::taxonomy::ProblemClass;
 use crate::tokens::TokenCounter;
-use crate::zones::Zone;
 
 /// Tokens of a history per zone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -71,6 +72,12 @@ pub struct CompactionReport {
     /// plan's fates (verbatim / summarised / dropped) were then not carried out.
     #[serde(default)]
     pub kept_original: Option<String>,
+    /// Set when the plan declined to compact (below the threshold the result
+    /// could not be smaller than the history): the history is kept, no
+    /// summary pass was spent. Absent in reports written before plans could
+    /// decline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub declined: Option<Decline>,
 }
 
 /// A compacted history and its report.
@@ -80,140 +87,6 @@ pub struct Compaction {
     pub messages: Vec<Message>,
     /// What happened.
     pub report: CompactionReport,
-}
-
-/// The placeholder of a masked tool output.
-pub fn mask_placeholder(chars: usize) -> String {
-    let digits = chars.to_string();
-    let mut grouped = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            grouped.push(',');
-        }
-        grouped.push(c);
-    }
-    format!("[tool output elided: {grouped} chars]")
-}
-
-fn shrink_for(tier: Tier, plan: &CompactionPlan) -> Option<Shrink> {
-    match tier {
-        Tier::Summarise => Some(Shrink::Chars(plan.config.result_chars)),
-        Tier::Light => Some(Shrink::Chars(plan.config.light_chars)),
-        Tier::Heavy => Some(Shrink::Heavy),
-        _ => None,
-    }
-}
-
-/// The log the summariser reads: one shrunk entry per summarised message.
-pub fn summarizer_log(plan: &CompactionPlan, messages: &[Message]) -> String {
-    plan.messages
-        .iter()
-        .filter_map(|mp| shrink_for(mp.tier, plan).map(|s| shrink(&messages[mp.index], s)))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn plan_literals(plan: &CompactionPlan, messages: &[Message]) -> Vec<Literal> {
-    let texts: Vec<(usize, String)> = plan
-        .messages
-        .iter()
-        .filter(|mp| mp.tier.is_summarised())
-        .map(|mp| (mp.index, messages[mp.index].analysis_text()))
-        .collect();
-    literals::extract(texts.iter().map(|(i, t)| (*i, t.as_str())), plan.config.literals)
-}
-
-fn anchor_text(m: &Message) -> String {
-    let mut s = label(m);
-    s.push('\n');
-    s.push_str(&m.analysis_text());
-    s
-}
-
-/// The content of the summary message.
-fn summary_content(
-    plan: &CompactionPlan,
-    messages: &[Message],
-    anchors: &[usize],
-    model_summary: &str,
-    literals: &[Literal],
-) -> String {
-    let range = plan.zones.compressible();
-    let first = messages.get(range.start).map(|m| m.id.0.as_str()).unwrap_or("");
-    let last = messages.get(range.end.saturating_sub(1)).map(|m| m.id.0.as_str()).unwrap_or("");
-    let mut s = format!(
-        "[Summary of the prior investigation: messages {first}–{last} ({} messages) were compacted by measured forgetting, strategy {}.]",
-        range.len(),
-        plan.strategy
-    );
-    if !anchors.is_empty() {
-        s.push_str("\nKept verbatim:");
-        for &i in anchors {
-            s.push('\n');
-            s.push_str(&anchor_text(&messages[i]));
-        }
-    }
-    if !model_summary.trim().is_empty() {
-        s.push_str("\nSummary:\n");
-        s.push_str(model_summary.trim());
-    }
-    if !literals.is_empty() {
-        s.push('\n');
-        s.push_str(&literals::render(literals));
-    }
-    s
-}
-
-fn summary_message(plan: &CompactionPlan, messages: &[Message], content: String) -> Message {
-    let range = plan.zones.compressible();
-    let first = messages.get(range.start).map(|m| m.id.0.as_str()).unwrap_or("");
-    let mut m = Message::user(&format!("summary-{first}"), &content);
-    m.role = Role::User;
-    m.summary = true;
-    m
-}
-
-/// The plan's estimate of the tokens after compaction, the model summary
-/// counted as `max_tokens` short words.
-pub fn estimate_after(plan: &CompactionPlan, messages: &[Message], counter: &dyn TokenCounter) -> usize {
-    let kept: usize = plan
-        .messages
-        .iter()
-        .filter(|mp| mp.zone != Zone::Compressible && mp.tier == Tier::Keep)
-        .map(|mp| mp.tokens)
-        .sum();
-    match plan.strategy {
-        StrategyKind::None => plan.gauge.total(),
-        StrategyKind::Baseline => kept,
-        StrategyKind::Masking => {
-            let mid: usize = plan
-                .messages
-                .iter()
-                .filter(|mp| mp.zone == Zone::Compressible)
-                .map(|mp| {
-                    if mp.tier == Tier::Mask {
-                        let mut m = messages[mp.index].clone();
-                        m.content = mask_placeholder(m.content.chars().count());
-                        counter.count_message(&m)
-                    } else {
-                        mp.tokens
-                    }
-                })
-                .sum();
-            kept + mid
-        }
-        StrategyKind::V1 | StrategyKind::V2 | StrategyKind::V21 => {
-            if !plan.zones.has_compressible() {
-                return kept;
-            }
-            let anchors: Vec<usize> = plan.messages.iter().filter(|m| m.tier == Tier::Verbatim).map(|m| m.index).collect();
-            let any_summarised = plan.messages.iter().any(|m| m.tier.is_summarised());
-            let placeholder = if any_summarised { "- w\n".repeat(plan.config.sampling.max_tokens as usize / 2) } else { String::new() };
-            let lits = plan_literals(plan, messages);
-            let content = summary_content(plan, messages, &anchors, &placeholder, &lits);
-            kept + counter.count_message(&summary_message(plan, messages, content))
-        }
-    }
 }
 
 fn zone_tokens(messages: &[Message], counter: &dyn TokenCounter, pinned: usize, recent_from: usize) -> ZoneTokens {
@@ -238,7 +111,10 @@ fn zone_tokens(messages: &[Message], counter: &dyn TokenCounter, pinned: usize, 
 /// v2 and v2.1 the compressible zone becomes one summary message (marked
 /// `summary`): verbatim anchors, the model summary of the rest (or the
 /// 500-character fallback when the summariser fails or returns garbage), and
-/// the preserved literals.
+/// the preserved literals. The summary pass is asked for at most the plan's
+/// `summary_limit` tokens. A plan that declined (see [`crate::estimate`])
+/// is not carried out: the history comes back unchanged with the report's
+/// `declined` set, and the summariser is not called.
 ///
 /// # Errors
 /// [`ForgettingError::PlanMismatch`] when the plan was made for another
@@ -287,7 +163,14 @@ pub fn apply(
         fallback: None,
         notes: Vec::new(),
         kept_original: None,
+        declined: None,
     };
+    if let Some(d) = plan.declined {
+        report.notes.push(format!("not compacted: {d}"));
+        report.notes.extend(plan.notes.iter().cloned());
+        report.declined = Some(d);
+        return Ok(Compaction { messages: messages.to_vec(), report });
+    }
     let pinned = &messages[..z.pinned_end];
     let recent = &messages[z.recent_start..];
     let (out, after): (Vec<Message>, ZoneTokens) = match plan.strategy {
@@ -334,7 +217,11 @@ pub fn apply(
                 let mut model_summary = String::new();
                 if !log.is_empty() {
                     let question = question_index(messages).map(|q| messages[q].content.as_str()).unwrap_or("");
-                    let request = build_request(question, &log, &plan.instructions, plan.config.sampling);
+                    let mut params = plan.config.sampling;
+                    if let Some(limit) = plan.summary_limit {
+                        params.max_tokens = params.max_tokens.min(limit);
+                    }
+                    let request = build_request(question, &log, &plan.instructions, params);
                     model_summary = match summarizer.summarize(&request) {
                         Ok(raw) => match clean_summary(&raw) {
                             Ok(s) => s,
@@ -550,20 +437,23 @@ mod tests {
         }
     }
 
+    /// Distinct bullet lines of three approximate tokens each, `tokens` in all (rounded down).
+    fn bullets(tokens: u32) -> String {
+        (0..tokens / 3).map(|k| format!("- fact {k}")).collect::<Vec<_>>().join("\n")
+    }
+
     #[test]
     fn a_compaction_that_would_grow_the_history_is_not_applied() {
-        // A short middle zone and a verbose summariser: the summary message
-        // (header, model text, literals) outgrows the two messages it replaces.
-        let h = vec![
-            Message::system("sys", "You are an investigator."),
-            Message::user("q", "Why does the nightly export fail?"),
-            Message::assistant("a1", "Reading the config."),
-            Message::assistant("a2", "Batch size is 5000."),
-            Message::user("more", "Keep going."),
-            Message::assistant("last", "Checking the IAM role next."),
-        ];
+        // A summariser that ignores the plan's summary limit (a real pass
+        // cannot) and writes far more than the middle zone held: the summary
+        // message outgrows what it replaces, and the guard keeps the original.
+        let h = history();
         let p = plan(StrategyKind::V1, &h, &budget(), &ApproxTokenCounter, &PlanConfig::default(), None).unwrap();
-        let verbose = "- the export job was examined in detail and its configuration file was read carefully\n".repeat(6);
+        assert!(p.declined.is_none());
+        let verbose = (0..40)
+            .map(|k| format!("- the export job was examined in detail, step {k}, and its configuration file was read carefully"))
+            .collect::<Vec<_>>()
+            .join("\n");
         let c = apply(&p, &h, &mut Fixed(Ok(verbose), vec![]), &ApproxTokenCounter).unwrap();
         assert_eq!(c.messages, h, "the original history must be kept unchanged");
         let why = c.report.kept_original.as_deref().unwrap();
@@ -573,11 +463,52 @@ mod tests {
         assert!(c.report.summarised.is_empty() && c.report.dropped.is_empty() && c.report.verbatim.is_empty());
         assert!(c.report.notes.iter().any(|n| n.starts_with("not applied")), "{:?}", c.report.notes);
         // The same plan with a terse summariser shrinks the history and is applied.
-        let h2 = history();
-        let p2 = plan(StrategyKind::V1, &h2, &budget(), &ApproxTokenCounter, &PlanConfig::default(), None).unwrap();
-        let c2 = apply(&p2, &h2, &mut Fixed(Ok("- batch 5000".into()), vec![]), &ApproxTokenCounter).unwrap();
+        let c2 = apply(&p, &h, &mut Fixed(Ok("- batch 5000".into()), vec![]), &ApproxTokenCounter).unwrap();
         assert!(c2.report.kept_original.is_none());
         assert!(c2.report.tokens_after.total < c2.report.tokens_before.total);
+    }
+
+    #[test]
+    fn a_plan_that_cannot_shrink_the_history_declines_before_any_summary_pass() {
+        // Two short messages in the middle: the summary message's header
+        // alone is longer than they are, so no summary can make the history
+        // smaller. The plan says so and apply spends no summary pass.
+        let h = vec![
+            Message::system("sys", "You are an investigator."),
+            Message::user("q", "Why does the nightly export fail?"),
+            Message::assistant("a1", "Reading the config."),
+            Message::assistant("a2", "Batch size is 5000."),
+            Message::user("more", "Keep going."),
+            Message::assistant("last", "Checking the IAM role next."),
+        ];
+        let p = plan(StrategyKind::V1, &h, &budget(), &ApproxTokenCounter, &PlanConfig::default(), None).unwrap();
+        let Some(d @ Decline::WouldNotShrink { tokens_before, least_after }) = p.declined else { panic!("not declined: {p:?}") };
+        assert_eq!(tokens_before, p.gauge.total());
+        assert!(least_after >= tokens_before, "{least_after} < {tokens_before}");
+        let mut s = Fixed(Ok("- batch 5000".into()), vec![]);
+        let c = apply(&p, &h, &mut s, &ApproxTokenCounter).unwrap();
+        assert!(s.1.is_empty(), "a summary pass was spent on a declined plan");
+        assert_eq!(c.messages, h);
+        assert_eq!(c.report.declined, Some(d));
+        assert!(c.report.kept_original.is_none(), "declined at plan time, not refused by the guard");
+        assert_eq!(c.report.tokens_after, c.report.tokens_before);
+        assert!(c.report.notes.iter().any(|n| n.starts_with("not compacted")), "{:?}", c.report.notes);
+    }
+
+    #[test]
+    fn the_summary_pass_is_asked_for_no_more_than_the_compaction_affords() {
+        let h = history();
+        let p = plan(StrategyKind::V1, &h, &budget(), &ApproxTokenCounter, &PlanConfig::default(), None).unwrap();
+        let limit = p.summary_limit.unwrap();
+        assert!(limit <= 256);
+        assert!(limit as usize <= crate::tokens::ApproxTokenCounter.count_message(&Message::user("", &summarizer_log(&p, &h))));
+        // A summary of exactly the limit: asked for it, and the history still shrinks.
+        let mut s = Fixed(Ok(bullets(limit)), vec![]);
+        let c = apply(&p, &h, &mut s, &ApproxTokenCounter).unwrap();
+        assert_eq!(s.1[0].params.max_tokens, limit);
+        assert!(c.report.kept_original.is_none(), "{:?}", c.report.kept_original);
+        assert!(c.report.tokens_after.total < c.report.tokens_before.total);
+        assert!(c.report.tokens_after.total <= p.estimated_tokens_after, "the estimate is an upper bound");
     }
 
     #[test]

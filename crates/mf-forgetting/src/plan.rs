@@ -227,12 +227,53 @@ pub struct CompactionPlan {
     /// Extra instructions for the summariser (class rules, folds).
     pub instructions: Vec<String>,
     /// Estimated tokens after compaction (by the plan's counter; the model
-    /// summary counted at its token limit).
+    /// summary counted at `summary_limit`, or the fallback when longer).
     pub estimated_tokens_after: usize,
+    /// v1, v2, v2.1: the summary pass's token limit for this plan — at most
+    /// `config.sampling.max_tokens`, at most the tokens of the summariser's
+    /// input, at most what the compaction can afford (see [`crate::estimate`]).
+    /// `None` when nothing is summarised.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_limit: Option<u32>,
+    /// Set when the plan declines to compact: below the threshold the
+    /// result would not be smaller than the history, even with every
+    /// verbatim unit demoted. `apply` then keeps the history as it is and
+    /// runs no summary pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub declined: Option<Decline>,
     /// Notes: budget demotions, evaluator caveats.
     pub notes: Vec<String>,
     /// The settings the plan was made with (apply uses them too).
     pub config: PlanConfig,
+}
+
+/// Why a plan declines to compact.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Decline {
+    /// Below the threshold, the least the compacted history can take — the
+    /// kept messages, the summary message's header, anchors and literals, and
+    /// room for the fallback summary — is not fewer tokens than the history
+    /// has now, with every verbatim unit already demoted.
+    WouldNotShrink {
+        /// Tokens of the history.
+        tokens_before: usize,
+        /// The least the compacted history would take.
+        least_after: usize,
+    },
+}
+
+impl std::fmt::Display for Decline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Decline::WouldNotShrink { tokens_before, least_after } => write!(
+                f,
+                "below the threshold the compacted history would take at least {least_after} tokens \
+                 (header, anchors, literals and room for the fallback summary), not fewer than the \
+                 {tokens_before} it has: not compacted, no summary pass spent"
+            ),
+        }
+    }
 }
 
 impl CompactionPlan {

@@ -148,6 +148,9 @@ pub enum Reason {
     },
     /// A verbatim unit demoted to light so that the plan fits the threshold.
     BudgetDemoted,
+    /// Below the threshold, a verbatim unit demoted to light so that the
+    /// compacted history is smaller than the history (see [`crate::estimate`]).
+    DemotedToShrink,
     /// Text read back from a stored plan.
     Recorded(String),
 }
@@ -225,6 +228,7 @@ impl fmt::Display for Reason {
                 Ok(())
             }
             Reason::BudgetDemoted => f.write_str("budget: demoted to light"),
+            Reason::DemotedToShrink => f.write_str("no growth: demoted to light so that the compaction shrinks the history"),
             Reason::Recorded(text) => f.write_str(text),
         }
     }

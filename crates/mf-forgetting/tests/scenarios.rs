@@ -1,7 +1,10 @@
 //! Every conversation under `scenarios/compaction/` parses, validates and
 //! plans with every strategy (v2.1 through the offline keyword oracle).
 
-use mf_forgetting::{ApproxTokenCounter, Budget, KeywordOracle, PlanConfig, Scenario, StrategyKind, plan};
+use mf_forgetting::{
+    ApproxTokenCounter, Budget, ForgettingError, KeywordOracle, PlanConfig, Scenario, StrategyKind, Summarizer, SummaryRequest, Tier,
+    TokenCounter, apply, plan,
+};
 
 #[test]
 fn every_scenario_parses_and_plans_with_every_strategy() {
@@ -57,3 +60,74 @@ fn classifier_agrees_with_most_declared_classes() {
 
 /// Measured 2026-12-03: 11 of 18 (the misses are listed by the test).
 const MIN_AGREEMENT: usize = 11;
+
+/// A summary pass at its worst: exactly as many (approximate) tokens as the
+/// request allows, as distinct bullet lines, recording how often it ran.
+struct AtTheLimit(usize);
+impl Summarizer for AtTheLimit {
+    fn summarize(&mut self, request: &SummaryRequest) -> Result<String, ForgettingError> {
+        self.0 += 1;
+        // "- fact N" is three approximate tokens.
+        Ok((0..request.params.max_tokens / 3).map(|k| format!("- fact {k}")).collect::<Vec<_>>().join("\n"))
+    }
+}
+
+/// The shipped short scenarios, compacted the way the benchmark does (its
+/// budget: C 4608, G 512, so every short history is below the threshold)
+/// with a summariser that writes as much as it is allowed. Measured on the
+/// previous planner: v2 made the history larger on 6 of 6 (its summary
+/// message held nearly every message verbatim, plus a header, labels,
+/// literals and a summary slot as large as the pass's limit), and the guard
+/// in `apply` had to refuse each one — after the summary pass was spent.
+/// Now a summarising plan either shrinks the history or declines before
+/// any pass, and the guard never has to fire.
+#[test]
+fn short_scenarios_compact_to_less_or_decline_before_the_summary_pass() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/compaction");
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with("-short.json"))
+        .collect();
+    paths.sort();
+    assert_eq!(paths.len(), 6);
+    let budget = Budget { context: 4608, reserve: 512, ratio: 0.75, recent: 2 };
+    let c = ApproxTokenCounter;
+    let mut v2_compacted = 0;
+    for kind in [StrategyKind::V1, StrategyKind::V2, StrategyKind::V21] {
+        for path in &paths {
+            let s = Scenario::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+            let mut oracle = KeywordOracle::new(s.probes.clone());
+            let p = plan(kind, &s.messages, &budget, &c, &PlanConfig::default(), Some(&mut oracle)).unwrap();
+            let replaced: usize = s.messages[p.zones.compressible()].iter().map(|m| c.count_message(m)).sum();
+            let verbatim: usize = p.messages.iter().filter(|m| m.tier == Tier::Verbatim).map(|m| m.tokens).sum();
+            let mut pass = AtTheLimit(0);
+            let out = apply(&p, &s.messages, &mut pass, &c).unwrap();
+            let summary_message = out.messages.iter().find(|m| m.summary).map_or(0, |m| c.count_message(m));
+            eprintln!(
+                "{kind:4} {:22} before {:4} replaced {:4} (verbatim {:4}) → summary message {:4} (limit {:>4}), after {:4}{}",
+                s.id,
+                out.report.tokens_before.total,
+                replaced,
+                verbatim,
+                summary_message,
+                p.summary_limit.map_or_else(|| "-".to_owned(), |l| l.to_string()),
+                out.report.tokens_after.total,
+                if p.declined.is_some() { "  declined" } else { "" },
+            );
+            assert!(out.report.kept_original.is_none(), "{kind} {}: the guard fired: {:?}", s.id, out.report.kept_original);
+            if p.declined.is_some() {
+                assert_eq!(pass.0, 0, "{kind} {}: a summary pass for a declined plan", s.id);
+                assert_eq!(out.messages, s.messages);
+            } else {
+                assert!(out.report.tokens_after.total < out.report.tokens_before.total, "{kind} {}", s.id);
+                assert!(summary_message < replaced, "{kind} {}: {summary_message} ≥ {replaced}", s.id);
+                assert!(out.report.tokens_after.total <= p.estimated_tokens_after, "{kind} {}: over the estimate", s.id);
+                if kind == StrategyKind::V2 {
+                    v2_compacted += 1;
+                }
+            }
+        }
+    }
+    assert!(v2_compacted >= 1, "v2 compacted none of the six short scenarios");
+}

@@ -1,6 +1,6 @@
 //! What every plan starts from, and how it is closed.
 
-use crate::apply::estimate_after;
+use crate::estimate::estimate_after;
 use crate::budget::Budget;
 use crate::chains::chain_of;
 use crate::error::ForgettingError;
@@ -80,6 +80,8 @@ pub(super) fn finish(
         folds: Vec::new(),
         instructions: Vec::new(),
         estimated_tokens_after: 0,
+        summary_limit: None,
+        declined: None,
         notes: Vec::new(),
         config: config.clone(),
     };

@@ -2,7 +2,7 @@
 
 use super::Strategy;
 use super::base::{base, finish};
-use crate::apply::estimate_after;
+use crate::estimate::estimate_after;
 use crate::budget::Budget;
 use crate::error::ForgettingError;
 use crate::message::{Message, MessageKind};

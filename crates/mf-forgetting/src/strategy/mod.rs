@@ -11,8 +11,10 @@
 //!   (tool chains, never split) along heavy < light < verbatim, applies the
 //!   problem class's rules and saturation folds ([`v2::rules`]);
 //! - [`v21`] ranks units by the withholding test ([`withholding`]) or by Φ;
-//! - v2 and v2.1 then share one budget step ([`units`]): verbatim units are
-//!   demoted to light, lowest score first, until the plan's estimate fits.
+//! - v2 and v2.1 then share one budget step ([`units`], the rule in
+//!   [`crate::estimate`]): verbatim units are
+//!   demoted to light, lowest score first, until the result fits the
+//!   threshold and, below it, is smaller than the history (or the plan declines).
 
 mod analysis;
 mod base;

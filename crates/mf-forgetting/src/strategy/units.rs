@@ -7,9 +7,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::apply::estimate_after;
+use crate::estimate::{Fit, estimate_after};
 use crate::message::Message;
-use crate::plan::{CompactionPlan, Fidelity, Tier};
+use crate::plan::{CompactionPlan, Decline, Fidelity, Tier};
 use crate::reason::Reason;
 use crate::tokens::TokenCounter;
 
@@ -51,29 +51,29 @@ impl UnitTiers {
         }
     }
 
-    /// Writes every unit's tier into its members, with the unit's reasons
-    /// after each member's own; `own` may replace the own reason given the
-    /// unit and its tier (v2.1's reason names the tier its score earned).
-    pub fn write(&self, p: &mut CompactionPlan, units: &Units, own: &dyn Fn(usize, Tier) -> Option<Reason>) {
+    /// Writes every unit's tier into its members, and the unit's reasons
+    /// after each member's own.
+    pub fn write(&self, p: &mut CompactionPlan, units: &Units) {
         for (&u, members) in units {
             let t = self.tier.get(&u).copied().unwrap_or(Tier::Keep);
             for &i in members {
                 let mp = &mut p.messages[i];
                 mp.tier = t;
-                if let Some(r) = own(u, t) {
-                    mp.reason.own = r;
-                }
                 mp.reason.unit = self.why.get(&u).cloned().unwrap_or_default();
             }
         }
     }
 }
 
-/// Writes the units' tiers into the plan, then restores the budget: while
-/// the plan's estimate is over the threshold, the verbatim unit with the
-/// lowest `score` (on a tie, the later unit) is demoted to light. Stops when
-/// the estimate fits or no verbatim unit is left (then `apply`'s repair
-/// takes over).
+/// Writes the units' tiers into the plan, then fits it (see
+/// [`crate::estimate`]): while the least result — the summary message's
+/// fixed part plus room for the fallback — is over the target, the verbatim
+/// unit with the lowest `score` (on a tie, the later unit) is demoted to
+/// light. The target is the threshold, and below the threshold one token
+/// fewer than the history has. When no verbatim unit is left the plan is
+/// settled as it is: over the threshold `apply` repairs the budget; below it
+/// the plan declines, and shows its tiers as graded (the demotions bought
+/// nothing) with the least result the demotions reached.
 pub(super) fn restore_budget(
     p: &mut CompactionPlan,
     messages: &[Message],
@@ -81,22 +81,46 @@ pub(super) fn restore_budget(
     units: &Units,
     ut: &mut UnitTiers,
     score: &dyn Fn(usize) -> f64,
-    own: &dyn Fn(usize, Tier) -> Option<Reason>,
 ) {
-    let threshold = p.budget.threshold();
-    ut.write(p, units, own);
-    p.estimated_tokens_after = estimate_after(p, messages, counter);
-    while p.estimated_tokens_after > threshold {
+    ut.write(p, units);
+    if !p.zones.has_compressible() {
+        p.estimated_tokens_after = estimate_after(p, messages, counter);
+        return;
+    }
+    let graded = (ut.tier.clone(), ut.why.clone(), p.notes.len());
+    loop {
+        let fit = Fit::measure(p, messages, counter);
         let victim = ut
             .tier
             .iter()
             .filter(|(_, t)| **t == Tier::Verbatim)
             .map(|(u, _)| *u)
             .min_by(|x, y| score(*x).total_cmp(&score(*y)).then(y.cmp(x)));
-        let Some(u) = victim else { break };
-        ut.set(u, Fidelity::Light, Reason::BudgetDemoted);
-        p.notes.push(format!("budget: verbatim unit c{u} demoted to light to fit the threshold"));
-        ut.write(p, units, own);
-        p.estimated_tokens_after = estimate_after(p, messages, counter);
+        let Some(u) = victim.filter(|_| !fit.feasible()) else {
+            if !fit.feasible() && !fit.over_threshold {
+                // Declined: the demotions bought nothing, so the plan shows
+                // the tiers as graded, with the decline.
+                (ut.tier, ut.why) = (graded.0, graded.1);
+                p.notes.truncate(graded.2);
+                ut.write(p, units);
+                let graded_fit = Fit::measure(p, messages, counter);
+                graded_fit.settle(p);
+                p.declined = Some(Decline::WouldNotShrink { tokens_before: fit.before, least_after: fit.least() });
+                return;
+            }
+            fit.settle(p);
+            return;
+        };
+        if fit.over_threshold {
+            ut.set(u, Fidelity::Light, Reason::BudgetDemoted);
+            p.notes.push(format!("budget: verbatim unit c{u} demoted to light to fit the threshold"));
+        } else {
+            ut.set(u, Fidelity::Light, Reason::DemotedToShrink);
+            p.notes.push(format!(
+                "no growth: verbatim unit c{u} demoted to light so that the compacted history is smaller than the {} tokens it has",
+                fit.before
+            ));
+        }
+        ut.write(p, units);
     }
 }

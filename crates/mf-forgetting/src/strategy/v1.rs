@@ -4,6 +4,7 @@ use super::Strategy;
 use super::base::{base, finish};
 use crate::budget::Budget;
 use crate::error::ForgettingError;
+use crate::estimate::Fit;
 use crate::message::{Message, MessageKind};
 use crate::plan::{CompactionPlan, PlanConfig, StrategyKind, Tier};
 use crate::reason::Reason;
@@ -37,7 +38,12 @@ impl Strategy for V1 {
             }
             .into();
         }
-        Ok(finish(StrategyKind::V1, b, messages, budget, counter, &self.config))
+        let mut p = finish(StrategyKind::V1, b, messages, budget, counter, &self.config);
+        // v1 has no anchors to trade: it fits, or (below the threshold) declines.
+        if p.zones.has_compressible() {
+            Fit::measure(&p, messages, counter).settle(&mut p);
+        }
+        Ok(p)
     }
 }
 

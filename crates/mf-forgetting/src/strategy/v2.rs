@@ -51,7 +51,7 @@ impl Strategy for V2 {
         let mut units = grade_units(&p, &a, &grades);
         rules::class_rules(&mut p, &a, messages, &mut units);
         rules::fold_saturated(&mut p, &a, messages, &chains, &mut units);
-        restore_budget(&mut p, messages, counter, &a.units, &mut units, &|u| a.unit_max_influence(u), &|_, _| None);
+        restore_budget(&mut p, messages, counter, &a.units, &mut units, &|u| a.unit_max_influence(u));
         p.median_influence = Some(a.median);
         p.class = Some(a.class);
         Ok(p)

@@ -130,18 +130,23 @@ impl Strategy for V21<'_> {
             };
             p.notes.push(format!("every {name} is ≈ 0: the whole compressible zone is dropped"));
         }
-        let own = |u: usize, tier: Tier| {
-            Some(Reason::Ranked {
+        // Each member's own reason: the unit's score and the tier it earned
+        // (a later demotion is a unit reason after it).
+        for (&u, members) in &a.units {
+            let earned = Reason::Ranked {
                 ranking: cfg.ranking,
                 score: score[&u],
-                tier,
+                tier: units.tier[&u],
                 verbatim_fraction: cfg.verbatim_fraction,
                 max,
-                chain: (a.units[&u].len() > 1).then_some(u),
+                chain: (members.len() > 1).then_some(u),
                 block: block.get(&u).copied(),
-            })
-        };
-        restore_budget(&mut p, messages, counter, &a.units, &mut units, &|u| score[&u], &own);
+            };
+            for &i in members {
+                p.messages[i].reason = earned.clone().into();
+            }
+        }
+        restore_budget(&mut p, messages, counter, &a.units, &mut units, &|u| score[&u]);
         p.median_influence = Some(a.median);
         p.class = Some(a.class);
         Ok(p)

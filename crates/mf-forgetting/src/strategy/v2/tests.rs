@@ -139,10 +139,10 @@ fn budget_pressure_demotes_verbatim_units_lowest_influence_first() {
     let cfg = PlanConfig { class_override: Some(ProblemClass::Exploratory), ..PlanConfig::default() };
     // Shrink the budget until the planner has to demote.
     let mut demoted = false;
-    for context in [4_000usize, 3_000, 2_400, 2_000, 1_600, 1_400, 1_200, 1_000, 800, 600] {
+    for context in [4_000usize, 3_000, 2_400, 2_000, 1_600, 1_400, 1_200, 1_000, 800, 600, 500, 400, 300] {
         let tight = Budget { context, reserve: 100, ratio: 0.75, recent: 2 };
         let p = plan(StrategyKind::V2, &h, &tight, &ApproxTokenCounter, &cfg, None).unwrap();
-        if p.notes.iter().any(|n| n.contains("demoted to light")) {
+        if p.notes.iter().any(|n| n.contains("budget: verbatim unit")) {
             let after = p.messages.iter().filter(|m| m.tier == Tier::Verbatim).count();
             assert!(after < before, "{after} verbatim after demotion vs {before}");
             demoted = true;
@@ -161,4 +161,55 @@ fn gamma_changes_the_influence_of_broad_messages_only() {
         p.messages[3].influence.unwrap()
     };
     assert!(at(2.0) > at(1.5) && at(1.5) > at(1.0), "B ≥ 2 grows with γ");
+}
+
+
+#[test]
+fn over_the_threshold_the_summary_is_squeezed_before_an_anchor_is_demoted() {
+    // Six identical results: saturation leaves the newest one verbatim. At
+    // this budget the anchor, the literals and a summary of 180 tokens fit
+    // the threshold (a full 256 would not): the summary pass is asked for
+    // less, the anchor stays.
+    let rounds: Vec<R<'_>> = (0..6).map(|i| R(json!({"u": format!("/inv/{i}")}), RICH, false, None)).collect();
+    let h = history("Investigate the duplicate invoice", &rounds);
+    let cfg = PlanConfig { class_override: Some(ProblemClass::Exploratory), ..PlanConfig::default() };
+    let tight = Budget { context: 600, reserve: 100, ratio: 0.75, recent: 2 };
+    let p = plan(StrategyKind::V2, &h, &tight, &ApproxTokenCounter, &cfg, None).unwrap();
+    assert!(p.gauge.total() > tight.threshold());
+    assert_eq!(tier(&p, "t5"), Tier::Verbatim);
+    let limit = p.summary_limit.unwrap();
+    assert!(limit < 256, "{limit}");
+    assert_eq!(p.estimated_tokens_after, tight.threshold(), "the summary gets exactly what the threshold leaves");
+    assert!(p.declined.is_none() && p.notes.is_empty(), "{:?}", p.notes);
+}
+
+#[test]
+fn below_the_threshold_anchors_that_cannot_pay_are_demoted_until_the_compaction_shrinks() {
+    // Every success of an exploratory hunt is verbatim; below the threshold
+    // the summary message of such a plan (header, anchors, labels) is larger
+    // than the messages it replaces. The plan demotes the least influential
+    // anchors until the result is smaller, and says why.
+    // Five distinct results, long enough that the light tier cuts them.
+    let tail = "The legacy path re-issued the invoice without an idempotency key after the gateway timed out at \
+        02:13:02 following 60 s of waiting, so Halvorsen Freight AS (cus_8841H) was charged twice for 41 vehicles \
+        of Fleet Pro at 450.00 NOK each; finance must refund inv_30602 and keep inv_30571, then close SUP-77310.";
+    let texts: Vec<String> = ["Billing API customer record", "Invoices listed for March", "Retry worker log lines", "Refund ledger entries", "Gateway status history"]
+        .iter()
+        .map(|head| format!("{head}: {tail}"))
+        .collect();
+    let rounds: Vec<R<'_>> = texts.iter().enumerate().map(|(i, t)| R(json!({"u": format!("/inv/{i}")}), t.as_str(), false, None)).collect();
+    let h = history("Investigate the duplicate invoice", &rounds);
+    let p = v2(&h, ProblemClass::Exploratory);
+    assert!(p.gauge.total() <= roomy().threshold());
+    assert!(p.declined.is_none(), "{:?}", p.declined);
+    assert!(p.estimated_tokens_after < p.gauge.total(), "{} ≥ {}", p.estimated_tokens_after, p.gauge.total());
+    let demoted: Vec<&str> = p
+        .messages
+        .iter()
+        .filter(|m| m.reason.unit.contains(&crate::reason::Reason::DemotedToShrink))
+        .map(|m| m.id.0.as_str())
+        .collect();
+    assert!(!demoted.is_empty(), "no anchor was demoted");
+    assert!(p.notes.iter().any(|n| n.starts_with("no growth")), "{:?}", p.notes);
+    assert!(p.messages.iter().any(|m| m.tier == Tier::Verbatim), "the most influential anchors stay");
 }
