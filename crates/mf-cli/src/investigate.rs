@@ -6,12 +6,11 @@ use std::io::{BufRead as _, IsTerminal as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use futures::future::BoxFuture;
-use mf_agent::{Agent, AgentEvent, AgentSettings, Approver, DeltaSource, EventSink, FixedApprover, Store, StoreSink, SummaryPass};
-use mf_forgetting::{Message, StrategyKind};
-use mf_inference::{Backend, LlamaConfig, LlamaSession, OpenAiBackend};
-use mf_tools::policy::{Approval, ApprovalRequest, Mode};
+use mf_agent::{AgentEvent, AgentSettings, Approver, DeltaSource, EngineSpec, EventSink, FixedApprover, Launch, Resume, RunSpec, Sessions, SummaryPass, ToolsSpec};
+use mf_forgetting::StrategyKind;
+use mf_tools::policy::{Approval, ApprovalRequest};
 use mf_tools::{Requirement, ToolRegistry, ToolSettings};
 
 use crate::UsageError;
@@ -45,46 +44,41 @@ pub struct ToolArgs {
     #[arg(long, value_enum, default_value = "ask")]
     pub approve: ApproveMode,
     /// Largest tool arguments accepted, in bytes.
-    #[arg(long, default_value_t = 8192)]
+    #[arg(long, default_value_t = defaults().agent.max_argument_bytes)]
     pub max_args_bytes: usize,
+    /// Offer the tools of the MCP servers in this file (the `mcpServers`
+    /// JSON shape: `{"mcpServers": {"NAME": {"command": …, "args": […], "env": {…}} | {"url": …}}}`).
+    /// Their calls ask for approval (`--approve`); servers stop with the run.
+    #[arg(long, value_name = "FILE")]
+    pub mcp_config: Option<PathBuf>,
 }
 
-/// How tools reach a model on an OpenAI-compatible server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum OpenAiTools {
-    /// As OpenAI's `tools` and `tool_calls` fields.
-    Native,
-    /// Written into the messages' text, calls read from the reply's text.
-    Text,
-}
-
-fn is_loopback_host(h: &str) -> bool {
-    let host = h.rsplit_once(':').filter(|(a, p)| !a.ends_with(':') && p.chars().all(|c| c.is_ascii_digit())).map_or(h, |(a, _)| a);
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    host == "localhost" || host.starts_with("127.") || host == "::1"
+/// The one source of defaults (clap shows them; the spec starts from them).
+fn defaults() -> RunSpec {
+    RunSpec::default()
 }
 
 impl ToolArgs {
-    /// The tool settings these flags describe.
-    pub fn settings(&self) -> anyhow::Result<ToolSettings> {
-        let mut s = ToolSettings { workspace: self.workspace.clone(), max_args_bytes: self.max_args_bytes, ..ToolSettings::default() };
-        if !self.allow_host.is_empty() {
-            s.http.allowed_hosts = Some(self.allow_host.clone());
-            s.http.allow_loopback = self.allow_host.iter().any(|h| is_loopback_host(h));
-        }
-        if self.code {
-            s.code = Some(mf_tools::code::CodeConfig::beside_exe().map_err(|e| UsageError(format!("--code: {e}")))?);
+    /// The tools part of a run spec.
+    ///
+    /// # Errors
+    /// An MCP configuration file that cannot be read or is not valid.
+    pub fn spec(&self) -> anyhow::Result<ToolsSpec> {
+        let mut t = ToolsSpec { workspace: self.workspace.clone(), allowed_hosts: self.allow_host.clone(), code: self.code, ..ToolsSpec::default() };
+        if let Some(file) = &self.mcp_config {
+            let config = mf_tools::mcp::McpConfig::load(file).map_err(|e| UsageError(format!("--mcp-config {}: {e}", file.display())))?;
+            t.mcp = Some(config.to_value());
         }
         if self.approve == ApproveMode::Deny {
             // Calls that would ask are denied outright; read-only ones still run.
-            let p = &mut s.policy;
-            for m in [&mut p.files, &mut p.http_get, &mut p.http_write, &mut p.code] {
-                if *m == Mode::Ask {
-                    *m = Mode::Deny;
-                }
-            }
+            t.deny_asks();
         }
-        Ok(s)
+        Ok(t)
+    }
+
+    /// The tool settings these flags describe.
+    pub fn settings(&self) -> anyhow::Result<ToolSettings> {
+        self.spec()?.settings(self.max_args_bytes).map_err(|e| UsageError(e.to_string()).into())
     }
 }
 
@@ -99,7 +93,7 @@ impl Approver for TerminalApprover {
                 return None;
             }
             tokio::task::spawn_blocking(move || {
-                eprint!("\napprove {} {} (sha256 {})? [y/N] ", r.tool, r.arguments, &r.args_sha256[..12]);
+                eprint!("\napprove {}\n  {} {} (sha256 {})? [y/N] ", r.summary, r.tool, r.arguments, &r.args_sha256[..12]);
                 let _ = std::io::stderr().flush();
                 let mut line = String::new();
                 std::io::stdin().lock().read_line(&mut line).ok()?;
@@ -120,8 +114,13 @@ fn approver(mode: ApproveMode) -> Arc<dyn Approver> {
     }
 }
 
-fn parse_strategy(s: &str) -> Result<StrategyKind, String> {
-    s.parse::<StrategyKind>().map_err(|e| e.to_string())
+/// How tools reach a model on an OpenAI-compatible server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OpenAiTools {
+    /// As OpenAI's `tools` and `tool_calls` fields.
+    Native,
+    /// Written into the messages' text, calls read from the reply's text.
+    Text,
 }
 
 /// Run an investigation: the model calls tools until it answers or a dynamic
@@ -132,53 +131,59 @@ pub struct InvestigateArgs {
     /// The question.
     pub question: String,
     /// The GGUF model (default: `models/Qwen3-8B-Q4_K_M.gguf` when present,
-    /// else the SmolLM2 test model in `models/`); with `--openai`, the model
-    /// name sent to the server (default: `default`).
+    /// else the SmolLM2 test model in `models/`); with `--openai` or
+    /// `--ollama`, the model name sent to the server (default: `default`).
     #[arg(long)]
     pub model: Option<PathBuf>,
     /// Use an OpenAI-compatible server at this URL (e.g.
     /// `http://127.0.0.1:8080/v1`) instead of running the model in-process;
     /// the key, if any, is read from `OPENAI_API_KEY`. `--ctx` must not be
     /// more than the server's context. Such a server keeps no KV snapshots
-    /// here: nothing is saved for `mf sessions resume`, which decodes the
-    /// history again.
-    #[arg(long)]
+    /// here: a resume decodes the history again.
+    #[arg(long, conflicts_with = "ollama")]
     pub openai: Option<String>,
+    /// Use an Ollama server at this URL (e.g. `http://127.0.0.1:11434`);
+    /// `--ctx` is passed as `num_ctx`.
+    #[arg(long)]
+    pub ollama: Option<String>,
     /// With `--openai`: `native` sends tools and tool calls as OpenAI fields;
     /// `text` writes them into the messages' text and reads calls from the
     /// reply's text, for a server whose chat template shows the model only
     /// each message's content (llama-cpp-python with SmolLM2's template, for one).
     #[arg(long, value_enum, default_value = "native")]
     pub openai_tools: OpenAiTools,
+    /// Constrain fenced-JSON tool calls with a grammar (in-process models).
+    #[arg(long)]
+    pub tool_grammar: bool,
     /// Compaction strategy: none, baseline, masking, v1, v2, v2.1.
-    #[arg(long, default_value = "v2", value_parser = parse_strategy)]
+    #[arg(long, default_value_t = defaults().agent.strategy)]
     pub strategy: StrategyKind,
     /// Context window C in tokens.
-    #[arg(long, default_value_t = 4096)]
+    #[arg(long, default_value_t = defaults().context)]
     pub ctx: u32,
     /// Generation reserve G in tokens (also the longest reply).
-    #[arg(long, default_value_t = 512)]
+    #[arg(long, default_value_t = defaults().agent.reserve)]
     pub reserve: u32,
     /// Compaction fires above ratio · (C − G).
-    #[arg(long, default_value_t = 0.75)]
+    #[arg(long, default_value_t = defaults().agent.ratio)]
     pub ratio: f64,
     /// Messages at the end kept verbatim.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = defaults().agent.recent)]
     pub recent: usize,
     /// How v2.1 ranks: `model` (withholding test asked of the model) or `phi`.
-    #[arg(long, default_value = "model", value_parser = ["model", "phi"])]
-    pub delta: String,
+    #[arg(long, default_value_t = defaults().agent.delta)]
+    pub delta: DeltaSource,
     /// Optional cap on rounds (off by default: exits are dynamic).
     #[arg(long)]
     pub safety_cap: Option<u32>,
     /// Tool results longer than this (characters) are cut, with a note.
-    #[arg(long, default_value_t = 4000)]
+    #[arg(long, default_value_t = defaults().agent.max_result_chars)]
     pub max_result_chars: usize,
     /// Sampling temperature of the investigation replies (0: greedy).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = defaults().agent.sampling.temperature)]
     pub temperature: f32,
     /// Sampling seed.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = defaults().agent.sampling.seed)]
     pub seed: u32,
     /// The system prompt (default: mf-agent's).
     #[arg(long)]
@@ -190,57 +195,72 @@ pub struct InvestigateArgs {
     #[command(flatten)]
     pub tools: ToolArgs,
     /// Where the summary pass runs when the live history does not fit:
-    /// `pinned` (after the cached pinned zone) or `standalone` (nothing
-    /// reused; for measuring the difference).
-    #[arg(long, default_value = "pinned", value_parser = ["pinned", "standalone"])]
-    pub summary_pass: String,
-    /// Do not save the KV cache for `mf sessions resume` (it is saved to
-    /// `kv/ID.bin` beside the store after each tool-calling reply and at the end).
+    /// `pinned-prefix` (after the cached pinned zone) or `standalone`
+    /// (nothing reused; for measuring the difference).
+    #[arg(long, default_value_t = defaults().agent.summary_pass)]
+    pub summary_pass: SummaryPass,
+    /// Do not save the KV cache (it is saved to `kv/ID.bin` in the data
+    /// folder after each tool-calling reply and at the end, for a resume).
     #[arg(long)]
     pub no_kv_save: bool,
     /// How many saved KV caches to keep (the most recent; older ones are
     /// deleted when a run starts: one cache is the whole context's state,
     /// gigabytes for an 8B model at 16K).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = mf_agent::session::DEFAULT_KV_KEEP)]
     pub kv_keep: usize,
     /// Print events as JSON lines.
     #[arg(long)]
     pub json: bool,
-    /// The session store (default: $MF_HOME/sessions.db, MF_HOME defaulting to ~/.local/share/measured-forgetting).
+    /// The session store (default: $MF_HOME/sessions.db, MF_HOME defaulting
+    /// to ~/.local/share/measured-forgetting; the app uses the same folder).
     #[arg(long)]
     pub db: Option<PathBuf>,
 }
 
-/// Where the KV cache of investigation `id` is saved for a resume.
-pub fn kv_file(db: &Path, id: i64) -> PathBuf {
-    db.parent().unwrap_or_else(|| Path::new(".")).join("kv").join(format!("{id}.bin"))
-}
-
-/// The cache file of investigation `id`, its folder created and the older
-/// caches beyond `keep` deleted (said on stderr).
-fn prepare_kv_file(db: &Path, id: i64, keep: usize) -> anyhow::Result<PathBuf> {
-    let file = kv_file(db, id);
-    if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        let pruned = mf_agent::kv_files::prune(dir, keep, Some(&file)).with_context(|| format!("pruning saved caches in {}", dir.display()))?;
-        if !pruned.files.is_empty() {
-            eprintln!(
-                "deleted {} older saved KV cache(s), {:.1} MB (keeping {keep}; --kv-keep)",
-                pruned.files.len(),
-                pruned.bytes as f64 / 1e6
-            );
+impl InvestigateArgs {
+    /// The run spec these flags describe: [`RunSpec::default`] with every flag applied.
+    fn spec(&self, model: PathBuf) -> anyhow::Result<RunSpec> {
+        let d = defaults();
+        let engine = match (&self.openai, &self.ollama) {
+            (Some(url), _) => EngineSpec::OpenAi { url: url.clone(), model: model.to_string_lossy().into_owned(), tools_in_text: self.openai_tools == OpenAiTools::Text },
+            (None, Some(url)) => EngineSpec::Ollama { url: url.clone(), model: model.to_string_lossy().into_owned() },
+            (None, None) => EngineSpec::Llama { model: std::fs::canonicalize(&model).unwrap_or(model), threads: self.threads, gpu: false, tool_grammar: self.tool_grammar },
+        };
+        let mut agent = AgentSettings {
+            strategy: self.strategy,
+            reserve: self.reserve,
+            ratio: self.ratio,
+            recent: self.recent,
+            safety_cap: self.safety_cap,
+            max_result_chars: self.max_result_chars,
+            max_argument_bytes: self.tools.max_args_bytes,
+            delta: self.delta,
+            summary_pass: self.summary_pass,
+            ..d.agent
+        };
+        agent.sampling.temperature = self.temperature;
+        agent.sampling.seed = self.seed;
+        if self.temperature > 0.0 {
+            agent.sampling.top_p = 0.9;
         }
+        if let Some(p) = &self.system {
+            agent.system_prompt.clone_from(p);
+        }
+        Ok(RunSpec { engine, context: self.ctx, agent, tools: self.tools.spec()? })
     }
-    Ok(file)
 }
 
 /// Where sessions are stored by default.
 pub fn default_db() -> PathBuf {
-    if let Some(h) = std::env::var_os("MF_HOME") {
-        return PathBuf::from(h).join("sessions.db");
-    }
-    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from);
-    home.join(".local/share/measured-forgetting/sessions.db")
+    mf_agent::session::default_dir().join("sessions.db")
+}
+
+/// The sessions of `db` (default: the data folder), with those of dead processes marked interrupted.
+fn open_sessions(db: Option<&Path>) -> anyhow::Result<Sessions> {
+    let path = db.map_or_else(default_db, Path::to_path_buf);
+    let sessions = Sessions::at_db(&path);
+    sessions.recover_dead().with_context(|| format!("opening the session store {}", path.display()))?;
+    Ok(sessions)
 }
 
 /// Prints events for people, or as JSON lines.
@@ -260,7 +280,6 @@ fn one_line(s: &str, n: usize) -> String {
     let flat: String = s.chars().map(|c| if c == '\n' { ' ' } else { c }).collect();
     if flat.chars().count() > n { format!("{}…", flat.chars().take(n).collect::<String>()) } else { flat }
 }
-
 /// The human line of an event (`None`: not shown).
 pub fn describe(e: &AgentEvent) -> Option<String> {
     Some(match e {
@@ -272,7 +291,9 @@ pub fn describe(e: &AgentEvent) -> Option<String> {
         AgentEvent::Round { round } => format!("── round {round}"),
         AgentEvent::Token { .. } | AgentEvent::ThinkingToken { .. } | AgentEvent::Kv { .. } => return None,
         AgentEvent::ToolCall { name, arguments, .. } => format!("→ {name} {arguments}"),
-        AgentEvent::ApprovalRequested { name, arguments, .. } => format!("? approval asked for {name} {arguments}"),
+        AgentEvent::ApprovalRequested { name, summary, arguments, .. } => {
+            if summary.is_empty() { format!("? approval asked for {name} {arguments}") } else { format!("? approval asked: {summary}\n    {name} {}", one_line(arguments, 300)) }
+        }
         AgentEvent::ApprovalDecided { approved, by, .. } => {
             if *approved && by == "policy" {
                 return None;
@@ -313,11 +334,13 @@ pub fn describe(e: &AgentEvent) -> Option<String> {
         ),
         AgentEvent::CompactionFailed { message, .. } => format!("⟳ compaction failed: {message}"),
         AgentEvent::KvSnapshot { reason, slot, tokens, bytes, ms, .. } => format!("  kv saved ({reason}): {tokens} tokens, {} KiB to {slot} in {ms} ms", bytes / 1024),
-        AgentEvent::KvRestore { slot, used, snapshot_tokens, prompt_tokens, matched_tokens, note } => format!(
-            "  kv {} {slot}: snapshot {snapshot_tokens} tokens, {matched_tokens} of the prompt's {prompt_tokens} in common{}",
-            if *used { "restored from" } else { "not restored from" },
-            note.as_ref().map(|n| format!(" — {n}")).unwrap_or_default()
-        ),
+        AgentEvent::KvRestore { used, snapshot_tokens, prompt_tokens, matched_tokens, note, .. } => {
+            if *used {
+                format!("  KV cache loaded: {matched_tokens} tokens not decoded again ({} of the prompt's {prompt_tokens} left to decode)", prompt_tokens.saturating_sub(*matched_tokens))
+            } else {
+                format!("  KV cache not loaded (snapshot {snapshot_tokens} tokens): {}", note.as_deref().unwrap_or("decoding the history again"))
+            }
+        }
         AgentEvent::Exit { reason, rounds, compactions } => format!("■ exit: {} after {rounds} rounds, {compactions} compactions", reason.describe()),
         AgentEvent::FinalAnswer { text } => format!("answer: {text}"),
         AgentEvent::Error { message } => format!("! {message}"),
@@ -348,98 +371,41 @@ impl EventSink for Printer {
     }
 }
 
-fn process_alive(pid: i64) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists() && i64::from(std::process::id()) != pid
-}
-
-/// Opens the store and marks investigations of dead processes interrupted.
-pub fn open_store(db: Option<&Path>) -> anyhow::Result<Store> {
-    let path = db.map_or_else(default_db, Path::to_path_buf);
-    let store = Store::open(&path).with_context(|| format!("opening the session store {}", path.display()))?;
-    store.recover_dead(process_alive)?;
-    Ok(store)
-}
-
-#[derive(serde::Serialize, serde::Deserialize)]
-struct StoredSettings {
-    /// A GGUF path, or the server's model name when `openai` is set.
-    model: PathBuf,
-    /// The OpenAI-compatible server the investigation ran on (absent: in-process).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    openai: Option<String>,
-    /// Tool turns in the text on that server (`--openai-tools text`).
-    #[serde(default)]
-    openai_tools_in_text: bool,
-    ctx: u32,
-    threads: Option<i32>,
-    agent: AgentSettings,
-    workspace: Vec<PathBuf>,
-    allow_host: Vec<String>,
-    code: bool,
-}
-
-async fn load_model(path: &Path, ctx: u32, threads: Option<i32>) -> anyhow::Result<Arc<LlamaSession>> {
-    let mut cfg = LlamaConfig::new(path).with_n_ctx(ctx);
-    cfg.n_threads = threads;
-    let p = path.display().to_string();
-    let session = tokio::task::spawn_blocking(move || LlamaSession::load(cfg)).await?.with_context(|| format!("loading {p}"))?;
-    Ok(Arc::new(session))
-}
-
-/// The backend: an OpenAI-compatible server when `openai` is given (then
-/// `model` is the server's model name), else the GGUF at `model` in-process.
-async fn load_backend(model: &Path, openai: Option<&str>, tools_in_text: bool, ctx: u32, threads: Option<i32>) -> anyhow::Result<Arc<dyn Backend>> {
-    let backend: Arc<dyn Backend> = match openai {
-        Some(url) => {
-            let name = model.to_string_lossy();
-            let backend = OpenAiBackend::new(url, name.as_ref(), std::env::var("OPENAI_API_KEY").ok(), ctx).map_err(|e| UsageError(e.to_string()))?;
-            Arc::new(backend.with_tools_in_text(tools_in_text))
-        }
-        None => load_model(model, ctx, threads).await?,
-    };
-    Ok(backend)
-}
-
-/// The line said when the KV cache cannot be saved for a resume.
-const NO_KV_NOTE: &str = "note: this backend keeps no KV cache that can be saved (HTTP server): nothing is saved for `mf sessions resume`, which will decode the history again";
-
-async fn drive(
-    store: &Store,
-    id: i64,
-    agent: &mut Agent,
-    json: bool,
-    start: Result<String, Vec<Message>>,
-) -> anyhow::Result<mf_agent::Outcome> {
-    let mut printer = Printer::new(json);
-    let mut sink = StoreSink { store, id, next: &mut printer, error: None };
-    let cancel = agent.cancel_token();
+/// Runs a launched session to its end, Ctrl-C stopping it.
+async fn drive(launch: Launch, json: bool) -> anyhow::Result<mf_agent::Outcome> {
+    for n in &launch.notes {
+        eprintln!("note: {n}");
+    }
+    if !json {
+        println!("session {}", launch.id);
+    }
+    let cancel = launch.cancel_token();
     let ctrl_c = tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             cancel.cancel();
         }
     });
-    let out = match start {
-        Ok(q) => agent.run(&q, &mut sink).await,
-        Err(h) => agent.resume(h, &mut sink).await,
-    };
+    let mut printer = Printer::new(json);
+    let (_agent, out) = launch.run(&mut printer).await;
     ctrl_c.abort();
-    if let Some(e) = sink.error.take() {
-        eprintln!("warning: the session store failed: {e}");
-    }
-    match out {
-        Ok(o) => Ok(o),
-        Err(e) => {
-            store.mark_failed(id, &e.to_string())?;
-            Err(e.into())
+    Ok(out?)
+}
+
+fn usage(e: mf_agent::AgentError) -> anyhow::Error {
+    match e {
+        mf_agent::AgentError::InvalidSetting(_) | mf_agent::AgentError::Busy(_) | mf_agent::AgentError::NotResumable { .. } => {
+            UsageError(e.to_string()).into()
         }
+        e => e.into(),
     }
 }
 
 /// Runs `mf investigate`.
 pub async fn investigate(mut a: InvestigateArgs) -> anyhow::Result<()> {
+    let on_server = a.openai.is_some() || a.ollama.is_some();
     let model = match a.model.take() {
         Some(m) => m,
-        None if a.openai.is_some() => PathBuf::from("default"),
+        None if on_server => PathBuf::from("default"),
         None => match mf_inference::models::default_model(Path::new("models")) {
             Some(mf_inference::models::DefaultModel::Recommended { path }) => path,
             Some(mf_inference::models::DefaultModel::TestFallback { path }) => {
@@ -454,61 +420,12 @@ pub async fn investigate(mut a: InvestigateArgs) -> anyhow::Result<()> {
             }
         },
     };
-    if a.openai.is_none() && !model.is_file() {
-        return Err(UsageError(format!("no model file at {}", model.display())).into());
-    }
-    let db = a.db.clone().unwrap_or_else(default_db);
-    let store = open_store(Some(db.as_path()))?;
-    let settings = AgentSettings {
-        strategy: a.strategy,
-        reserve: a.reserve,
-        ratio: a.ratio,
-        recent: a.recent,
-        safety_cap: a.safety_cap,
-        max_result_chars: a.max_result_chars,
-        max_argument_bytes: a.tools.max_args_bytes,
-        delta: if a.delta == "phi" { DeltaSource::Phi } else { DeltaSource::Model },
-        summary_pass: if a.summary_pass == "standalone" { SummaryPass::Standalone } else { SummaryPass::PinnedPrefix },
-        ..AgentSettings::default()
-    };
-    let mut settings = settings;
-    settings.sampling.temperature = a.temperature;
-    settings.sampling.seed = a.seed;
-    if a.temperature > 0.0 {
-        settings.sampling.top_p = 0.9;
-    }
-    let settings = match &a.system {
-        Some(p) => AgentSettings { system_prompt: p.clone(), ..settings },
-        None => settings,
-    };
-    let tools_in_text = a.openai_tools == OpenAiTools::Text;
-    let backend = load_backend(&model, a.openai.as_deref(), tools_in_text, a.ctx, a.threads).await?;
-    let keeps_kv = backend.keeps_kv();
-    let registry = Arc::new(ToolRegistry::new(a.tools.settings()?).await.context("setting up the tools")?);
-    let mut agent = Agent::new(backend, registry, approver(a.tools.approve), settings.clone()).map_err(|e| UsageError(e.to_string()))?;
-    let stored = StoredSettings {
-        model: if a.openai.is_some() { model.clone() } else { std::fs::canonicalize(&model).unwrap_or(model.clone()) },
-        openai: a.openai.clone(),
-        openai_tools_in_text: tools_in_text,
-        ctx: a.ctx,
-        threads: a.threads,
-        agent: settings,
-        workspace: a.tools.workspace.clone(),
-        allow_host: a.tools.allow_host.clone(),
-        code: a.tools.code,
-    };
-    let id = store.create(&a.question, &serde_json::to_value(&stored)?)?;
-    if !a.no_kv_save {
-        if keeps_kv {
-            agent.set_kv_file(prepare_kv_file(&db, id, a.kv_keep)?);
-        } else {
-            eprintln!("{NO_KV_NOTE}");
-        }
-    }
-    if !a.json {
-        println!("session {id}");
-    }
-    drive(&store, id, &mut agent, a.json, Ok(a.question.clone())).await?;
+    let spec = a.spec(model)?;
+    let mut sessions = open_sessions(a.db.as_deref())?;
+    sessions.save_kv = !a.no_kv_save;
+    sessions.kv_keep = a.kv_keep;
+    let launch = sessions.start(spec, &a.question, approver(a.tools.approve), None).await.map_err(usage)?;
+    drive(launch, a.json).await?;
     Ok(())
 }
 
@@ -602,11 +519,10 @@ pub enum SessionsAction {
 
 /// Runs `mf sessions`.
 pub async fn sessions(a: SessionsArgs) -> anyhow::Result<()> {
-    let db = a.db.clone().unwrap_or_else(default_db);
-    let store = open_store(Some(db.as_path()))?;
+    let mut sessions = open_sessions(a.db.as_deref())?;
     match a.action {
         SessionsAction::List => {
-            let rows = store.list()?;
+            let rows = sessions.list()?;
             if a.json {
                 println!("{}", serde_json::to_string(&rows)?);
             } else if rows.is_empty() {
@@ -618,6 +534,7 @@ pub async fn sessions(a: SessionsArgs) -> anyhow::Result<()> {
             }
         }
         SessionsAction::Show { id } => {
+            let store = sessions.store()?;
             let row = store.get(id)?;
             let mut p = Printer::new(a.json);
             if !a.json {
@@ -628,56 +545,11 @@ pub async fn sessions(a: SessionsArgs) -> anyhow::Result<()> {
             }
         }
         SessionsAction::Resume { id, model, approve, follow_up, safety_cap, no_kv, kv_keep } => {
-            let row = store.get(id)?;
-            if row.status == "running" {
-                bail!("investigation {id} is still running in another process");
-            }
-            let s: StoredSettings = serde_json::from_value(store.settings(id)?).context("stored settings")?;
-            let mut history = store.history(id)?;
-            if history.is_empty() {
-                bail!("investigation {id} has no stored history");
-            }
-            if let Some(text) = follow_up {
-                let next = history.iter().filter_map(|m| m.id.0.strip_prefix('m').and_then(|n| n.parse::<usize>().ok())).max().map_or(history.len(), |n| n + 1);
-                history.push(Message::user(&format!("m{next}"), &text));
-            }
-            let model = model.unwrap_or(s.model);
-            let backend = load_backend(&model, s.openai.as_deref(), s.openai_tools_in_text, s.ctx, s.threads).await?;
-            let keeps_kv = backend.keeps_kv();
-            let tools = ToolArgs { workspace: s.workspace, allow_host: s.allow_host, code: s.code, approve, max_args_bytes: s.agent.max_argument_bytes };
-            let registry = Arc::new(ToolRegistry::new(tools.settings()?).await?);
-            let mut settings = s.agent;
-            if safety_cap.is_some() {
-                settings.safety_cap = safety_cap;
-            }
-            let mut agent = Agent::new(backend, registry, approver(approve), settings)?;
-            // Saved again as the resumed run goes on; loaded first unless --no-kv.
-            if keeps_kv {
-                agent.set_kv_file(prepare_kv_file(&db, id, kv_keep)?);
-            } else {
-                eprintln!("{NO_KV_NOTE}");
-            }
-            if no_kv {
-                agent.skip_kv_load();
-            }
-            store.mark_running(id)?;
-            drive(&store, id, &mut agent, a.json, Err(history)).await?;
+            sessions.kv_keep = kv_keep;
+            let how = Resume { follow_up, model, safety_cap, skip_kv: no_kv };
+            let launch = sessions.resume(id, how, approver(approve), None).await.map_err(usage)?;
+            drive(launch, a.json).await?;
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn loopback_hosts_are_recognised() {
-        for h in ["127.0.0.1", "127.0.0.1:8080", "localhost", "localhost:3000", "[::1]:80", "::1"] {
-            assert!(is_loopback_host(h), "{h}");
-        }
-        for h in ["example.com", "10.0.0.1:80", "*.local"] {
-            assert!(!is_loopback_host(h), "{h}");
-        }
-    }
 }
