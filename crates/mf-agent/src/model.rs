@@ -465,9 +465,25 @@ impl Summarizer for ModelSummarizer<'_> {
     fn summarize(&mut self, request: &SummaryRequest) -> Result<String, ForgettingError> {
         let (req, kind) = self.request_for(request)?;
         self.used = Some(kind);
+        let offered_tools = !req.tools.is_empty();
         let g = self.model.generate(req.messages, req.tools, req.sampling, Purpose::Summary).map_err(ForgettingError::Summarizer)?;
-        if !g.tool_calls.is_empty() {
+        let called_a_tool = !g.tool_calls.is_empty() || g.tool_parse_error.is_some();
+        if !called_a_tool {
+            return Ok(g.content);
+        }
+        if !offered_tools {
             return Err(ForgettingError::Summarizer("the summary pass called a tool".into()));
+        }
+        // A prompt that offers tools (the live history, the pinned zone) can
+        // draw a small model into calling one instead of summarising: ask
+        // once more with the request alone and no tools, before the
+        // 500-character fallback.
+        let out = request.params.max_tokens;
+        let messages = self.cut_to_fit(&[], &[], Some(&request.system), request, out)?;
+        self.used = Some(SummaryPrompt::Standalone);
+        let g = self.model.generate(messages, Vec::new(), summary_sampling(request.params), Purpose::Summary).map_err(ForgettingError::Summarizer)?;
+        if !g.tool_calls.is_empty() || g.tool_parse_error.is_some() {
+            return Err(ForgettingError::Summarizer("the summary pass called a tool, also when asked without tools".into()));
         }
         Ok(g.content)
     }

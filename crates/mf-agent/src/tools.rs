@@ -195,6 +195,8 @@ impl ToolRunner for ToolRegistry {
             let content = match &out {
                 // The body is what the model needs; status and URL frame it.
                 mf_tools::ToolOutput::Http(r) => format!("HTTP {} {}\n{}", r.status, r.url, r.body),
+                // An MCP tool's text is its answer.
+                mf_tools::ToolOutput::Mcp(m) => m.text.clone(),
                 other => serde_json::to_string(other).map_err(|e| ToolFailure::new(FailureKind::Internal, e.to_string()))?,
             };
             Ok(ToolReply { content, truncated })

@@ -173,7 +173,11 @@ impl ExitMonitor {
                 } else {
                     (*tokens_before as f64 - *tokens_after as f64) / *tokens_before as f64
                 };
-                if freed < self.config.min_freed_fraction {
+                // Freeing little is a dead end only when the history is still
+                // over the threshold (the next round would compact again, for
+                // as little). Under it, the loop goes on: the next results
+                // give the next compaction more to work with.
+                if freed < self.config.min_freed_fraction && tokens_after > threshold {
                     return Some(ExitReason::CompactionIneffective { freed_fraction: freed });
                 }
                 if self.compactions_since_result >= self.config.max_compactions_without_progress {
@@ -237,6 +241,15 @@ mod tests {
         let mut m = ExitMonitor::new(ExitConfig::default());
         let r = m.observe(&compaction(1000, 950, 9));
         assert!(matches!(r, Some(ExitReason::CompactionIneffective { freed_fraction }) if (freed_fraction - 0.05).abs() < 1e-9));
+    }
+
+    #[test]
+    fn freeing_little_but_getting_under_the_threshold_goes_on() {
+        // An early compaction has one unit to work with: it frees 5 %, and
+        // that is enough to be under the threshold (100) for the next round.
+        let mut m = ExitMonitor::new(ExitConfig::default());
+        let ev = ExitEvent::Compaction { tokens_before: 104, tokens_after: 99, threshold: 100, messages_after: 9 };
+        assert_eq!(m.observe(&ev), None);
     }
 
     #[test]

@@ -29,7 +29,7 @@ use mf_inference::{Backend, CancelToken};
 use mf_tools::ToolRegistry;
 
 pub use kv::{KvIdentity, KvMiss};
-pub use spec::{DEFAULT_CONTEXT, EngineSpec, RunSpec, ToolsSpec, is_loopback_host};
+pub use spec::{DEFAULT_CONTEXT, EngineSpec, RunSpec, ToolsSpec};
 
 use crate::agent::{Agent, Outcome};
 use crate::error::AgentError;

@@ -143,14 +143,6 @@ impl EmptyMap for McpApprovals {
     }
 }
 
-/// Whether an allowed-host entry names loopback (`127.x`, `localhost`, `[::1]`, with or without a port).
-#[must_use]
-pub fn is_loopback_host(entry: &str) -> bool {
-    let host = entry.rsplit_once(':').filter(|(a, p)| !a.ends_with(':') && p.chars().all(|c| c.is_ascii_digit())).map_or(entry, |(a, _)| a);
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    host == "localhost" || host.starts_with("127.") || host == "::1"
-}
-
 impl ToolsSpec {
     /// mf-tools' settings for this spec. `run_code` is offered only when
     /// asked for and not denied; its sandbox helper is looked up beside the
@@ -161,8 +153,9 @@ impl ToolsSpec {
     pub fn settings(&self, max_args_bytes: usize) -> Result<ToolSettings, AgentError> {
         let mut s = ToolSettings { workspace: self.workspace.clone(), max_args_bytes, policy: self.policy.clone(), ..ToolSettings::default() };
         if !self.allowed_hosts.is_empty() {
+            // An exact loopback entry (`127.0.0.1:8080`) opens that address
+            // alone (mf-tools' rule); no entry opens loopback for other names.
             s.http.allowed_hosts = Some(self.allowed_hosts.clone());
-            s.http.allow_loopback = self.allowed_hosts.iter().any(|h| is_loopback_host(h));
         }
         if let Some(v) = &self.mcp {
             s.mcp.config = McpConfig::from_value(v).map_err(|e| AgentError::InvalidSetting(format!("MCP servers: {e}")))?;
@@ -239,17 +232,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn loopback_entries_are_recognised() {
-        for h in ["127.0.0.1", "127.0.0.1:8080", "localhost", "localhost:3000", "[::1]:80", "::1"] {
-            assert!(is_loopback_host(h), "{h}");
-        }
-        for h in ["example.com", "10.0.0.1:80", "*.local", "127.example.com"] {
-            assert!(!is_loopback_host(h) || h.starts_with("127."), "{h}");
-        }
-        assert!(!is_loopback_host("example.com:80"));
-    }
-
-    #[test]
     fn a_spec_round_trips_through_json_and_keeps_every_setting() {
         let mut s = RunSpec::default();
         s.engine = EngineSpec::OpenAi { url: "http://127.0.0.1:8080/v1".into(), model: "m".into(), tools_in_text: true };
@@ -259,7 +241,8 @@ mod tests {
         let back: RunSpec = serde_json::from_value(serde_json::to_value(&s).unwrap()).unwrap();
         assert_eq!(back, s);
         let t = s.tools.settings(100).unwrap();
-        assert!(t.http.allow_loopback);
+        assert_eq!(t.http.allowed_hosts.as_deref(), Some(&["127.0.0.1:9".to_owned()][..]));
+        assert!(!t.http.allow_loopback, "an exact loopback entry opens only itself");
         assert_eq!(t.max_args_bytes, 100);
     }
 
