@@ -38,6 +38,11 @@ pub struct BenchRequest {
     pub reps: u32,
 }
 
+/// The model context window the scenario suite runs at: the long scenarios
+/// need about 5k tokens uncompressed (the `full` condition), so it is the
+/// suite's, not an investigation's, setting (`bench-forgetting --n-ctx`).
+pub const SUITE_CONTEXT: u32 = 8192;
+
 /// Where the face keeps models and scenarios, and how it runs a model.
 #[derive(Debug, Clone)]
 pub struct Environment {
@@ -45,7 +50,7 @@ pub struct Environment {
     pub models_dir: PathBuf,
     /// The scenario folder.
     pub scenarios_dir: PathBuf,
-    /// The model's context window, from the face's settings.
+    /// The model's context window ([`SUITE_CONTEXT`] unless the face says otherwise).
     pub n_ctx: u32,
     /// CPU threads (llama.cpp), from the face's settings; `None`: all cores.
     pub threads: Option<i32>,

@@ -44,3 +44,22 @@ fn report_refuses_a_file_that_breaks_the_schema() {
     let out = bin().arg("report").arg(&f).output().unwrap();
     assert_eq!(out.status.code(), Some(0));
 }
+
+/// A model name that is not a file runs on Ollama (`OLLAMA_HOST`); with no
+/// server there, one clear line names the address tried.
+#[test]
+fn a_model_name_without_an_ollama_server_says_where_it_looked() {
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = dead.local_addr().unwrap().port();
+    drop(dead);
+    let out = bin()
+        .args(["--model", "some-model:tag", "--filter", "lookup-short"])
+        .env("OLLAMA_HOST", format!("127.0.0.1:{port}"))
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("no Ollama server answered at http://127.0.0.1:{port}")) && err.contains("some-model:tag"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+}

@@ -122,7 +122,9 @@ struct AgenticArgs {
 
 #[derive(Debug, Args)]
 struct RunArgs {
-    /// A GGUF file run in-process (llama.cpp), or the model name on a server (with --ollama/--openai).
+    /// A GGUF file run in-process (llama.cpp), or the model name on a server
+    /// (with --ollama/--openai). A name that is not a file (`qwen3:8b`) runs
+    /// on the Ollama server at `OLLAMA_HOST` (default 127.0.0.1:11434).
     #[arg(long)]
     model: Option<String>,
     /// Use an Ollama server at this URL (e.g. http://127.0.0.1:11434).
@@ -131,8 +133,9 @@ struct RunArgs {
     /// Use an OpenAI-compatible server at this URL (e.g. http://127.0.0.1:8080/v1).
     #[arg(long)]
     openai: Option<String>,
-    /// Run every model of this config file: JSON `[{"model": "...", "ollama"|"openai": "URL"?}]`.
-    #[arg(long, conflicts_with_all = ["model", "ollama", "openai"])]
+    /// Run every model of this config file: JSON `[{"model": "...", "ollama"|"openai": "URL"?}]`;
+    /// with no file, every GGUF file in `models/`.
+    #[arg(long, conflicts_with_all = ["model", "ollama", "openai"], num_args = 0..=1, default_missing_value = "")]
     all: Option<PathBuf>,
     /// Grade with this GGUF instead of the model under test.
     #[arg(long)]
@@ -156,7 +159,7 @@ struct RunArgs {
     #[arg(long, default_value_t = 1)]
     reps: u32,
     /// Model context window (llama.cpp); long scenarios need ~5k tokens uncompressed.
-    #[arg(long, default_value_t = 8192)]
+    #[arg(long, default_value_t = mf_bench::orchestrate::SUITE_CONTEXT)]
     n_ctx: u32,
     /// CPU threads in all (llama.cpp; default: all cores), shared out among the workers.
     #[arg(long)]
@@ -385,8 +388,35 @@ fn load_model(spec: &ModelSpec, a: &RunArgs, threads: Option<i32>) -> Result<Mod
     match (&spec.ollama, &spec.openai) {
         (Some(url), _) => Ok(Model::new(Arc::new(OllamaBackend::new(url, &spec.model, a.n_ctx)?))?),
         (None, Some(url)) => Ok(Model::new(Arc::new(OpenAiBackend::new(url, &spec.model, std::env::var("OPENAI_API_KEY").ok(), a.n_ctx)?))?),
+        (None, None) if !Path::new(&spec.model).exists() && !spec.model.to_ascii_lowercase().ends_with(".gguf") => {
+            let url = ollama_host();
+            check_ollama(&url, &spec.model)?;
+            Ok(Model::new(Arc::new(OllamaBackend::new(&url, &spec.model, a.n_ctx)?))?)
+        }
         (None, None) => load_gguf(Path::new(&spec.model), a, threads),
     }
+}
+
+/// The Ollama server a bare model name runs on: `OLLAMA_HOST` (with or
+/// without a scheme), else Ollama's default address.
+fn ollama_host() -> String {
+    let host = std::env::var("OLLAMA_HOST").ok().filter(|h| !h.trim().is_empty()).unwrap_or_else(|| "127.0.0.1:11434".into());
+    let host = host.trim().trim_end_matches('/');
+    if host.starts_with("http://") || host.starts_with("https://") { host.to_owned() } else { format!("http://{host}") }
+}
+
+/// Fails with one line naming the address when no Ollama server answers
+/// there, or when it does not have `model`.
+fn check_ollama(url: &str, model: &str) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let names = rt
+        .block_on(mf_inference::http::list_server_models(mf_inference::http::ServerKind::Ollama, url, None))
+        .map_err(|e| anyhow::anyhow!("{model:?} is not a file, and no Ollama server answered at {url} (set OLLAMA_HOST, or give a .gguf file): {e}"))?;
+    let tagged = |n: &str| n == model || n.strip_suffix(":latest") == Some(model);
+    if !names.iter().any(|n| tagged(n)) {
+        bail!("the Ollama server at {url} has no model {model:?} (it has: {}); `ollama pull {model}` fetches it", names.join(", "));
+    }
+    Ok(())
 }
 
 fn load_gguf(path: &Path, a: &RunArgs, threads: Option<i32>) -> Result<Model> {
@@ -414,6 +444,19 @@ fn split_threads(a: &RunArgs) -> Result<(usize, i32)> {
 
 fn bench(a: RunArgs) -> Result<()> {
     let specs: Vec<ModelSpec> = match (&a.all, &a.model) {
+        (Some(f), _) if f.as_os_str().is_empty() => {
+            // `--all` alone: every model file in models/.
+            let mut files: Vec<PathBuf> = std::fs::read_dir("models")
+                .context("--all with no file runs the GGUF files in models/, but there is no models/ folder here")?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x.eq_ignore_ascii_case("gguf")))
+                .collect();
+            files.sort();
+            if files.is_empty() {
+                bail!("--all with no file runs the GGUF files in models/, and there are none (run scripts/setup.sh)");
+            }
+            files.into_iter().map(|p| ModelSpec { model: p.display().to_string(), ollama: None, openai: None }).collect()
+        }
         (Some(f), _) => {
             let text = std::fs::read_to_string(f).with_context(|| format!("cannot read {}", f.display()))?;
             serde_json::from_str(&text).with_context(|| format!("{}: expected [{{\"model\": …, \"ollama\"|\"openai\": URL?}}]", f.display()))?
