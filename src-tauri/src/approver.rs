@@ -21,6 +21,8 @@ pub const APPROVAL_TIMEOUT: Duration = Duration::from_secs(300);
 #[derive(Debug)]
 pub struct UiApprover {
     pending: Mutex<HashMap<String, (String, oneshot::Sender<bool>)>>,
+    /// Calls approved with "allow this host for the session".
+    host_scoped: Mutex<std::collections::HashSet<String>>,
     timeout: Duration,
 }
 
@@ -28,7 +30,7 @@ impl UiApprover {
     /// An approver whose questions expire after `timeout`.
     #[must_use]
     pub fn new(timeout: Duration) -> Self {
-        Self { pending: Mutex::new(HashMap::new()), timeout }
+        Self { pending: Mutex::new(HashMap::new()), host_scoped: Mutex::new(std::collections::HashSet::new()), timeout }
     }
 
     /// The user's answer to call `call_id`, shown with `args_sha256`.
@@ -38,6 +40,15 @@ impl UiApprover {
     /// answered, timed out, stopped); `arguments_changed` when the hash is
     /// not the one of the waiting call (the call stays pending).
     pub fn answer(&self, call_id: &str, args_sha256: &str, approved: bool) -> CmdResult<()> {
+        self.answer_scoped(call_id, args_sha256, approved, false)
+    }
+
+    /// [`UiApprover::answer`]; with `for_host`, an approval also lets later
+    /// calls to the same host run unasked for the rest of the session.
+    ///
+    /// # Errors
+    /// As [`UiApprover::answer`].
+    pub fn answer_scoped(&self, call_id: &str, args_sha256: &str, approved: bool, for_host: bool) -> CmdResult<()> {
         let mut p = self.pending.lock().map_err(|_| CommandError::internal("approval table poisoned"))?;
         match p.get(call_id) {
             None => Err(CommandError::new("no_pending_approval", format!("No tool call {call_id} is waiting for approval (it was answered, timed out or the investigation stopped)."))),
@@ -46,6 +57,12 @@ impl UiApprover {
                 format!("The approval was for other arguments than tool call {call_id} has; it was not applied."),
             )),
             Some(_) => {
+                if approved
+                    && for_host
+                    && let Ok(mut h) = self.host_scoped.lock()
+                {
+                    h.insert(call_id.to_owned());
+                }
                 if let Some((_, tx)) = p.remove(call_id) {
                     // The loop may have stopped meanwhile; then nothing waits.
                     let _ = tx.send(approved);
@@ -84,6 +101,10 @@ impl Approver for UiApprover {
                 _ => None,
             }
         })
+    }
+
+    fn remembers_host(&self, call_id: &str) -> bool {
+        self.host_scoped.lock().is_ok_and(|mut h| h.remove(call_id))
     }
 }
 
@@ -148,5 +169,27 @@ mod tests {
         assert_eq!(a.decide(&r).await, None);
         assert!(a.pending.lock().unwrap().is_empty(), "the expired question is gone");
         assert_eq!(a.answer("call_1", &r.args_sha256, true).unwrap_err().code, "no_pending_approval");
+    }
+
+    #[tokio::test]
+    async fn two_pending_approvals_answered_out_of_order_reach_their_own_calls() {
+        let a = Arc::new(UiApprover::new(Duration::from_secs(30)));
+        let r1 = req();
+        let r2 = ApprovalRequest::new("call_2", "http", &serde_json::json!({"url": "http://127.0.0.1:9/y", "method": "POST", "body": "b"}));
+        let (a1, q1) = (a.clone(), r1.clone());
+        let first = tokio::spawn(async move { a1.decide(&q1).await });
+        let (a2, q2) = (a.clone(), r2.clone());
+        let second = tokio::spawn(async move { a2.decide(&q2).await });
+        while a.pending.lock().unwrap().len() < 2 {
+            tokio::task::yield_now().await;
+        }
+        // The second is answered first (approved for its host), then the first (denied).
+        a.answer_scoped("call_2", &r2.args_sha256, true, true).unwrap();
+        a.answer("call_1", &r1.args_sha256, false).unwrap();
+        let (one, two) = (first.await.unwrap().unwrap(), second.await.unwrap().unwrap());
+        assert_eq!((one.call_id.as_str(), one.decision), ("call_1", Decision::Denied));
+        assert_eq!((two.call_id.as_str(), two.decision), ("call_2", Decision::Approved));
+        assert!(a.remembers_host("call_2"), "the second was approved for its host");
+        assert!(!a.remembers_host("call_1") && !a.remembers_host("call_2"), "asked once, then forgotten");
     }
 }

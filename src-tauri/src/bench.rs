@@ -1,8 +1,8 @@
 //! Benchmark commands: an adapter over `mf_bench::orchestrate` (the panel's
 //! options, a run in the background with its `BenchEvent`s forwarded to an
 //! `ipc::Channel`, cancel, export). The run itself is `mf_bench::run_suite`,
-//! the same code `bench-forgetting` runs, with the context size and threads
-//! from the settings.
+//! the same code `bench-forgetting` runs, at the suite's context window (or
+//! the settings' when larger) with the settings' threads.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -79,7 +79,9 @@ pub fn start(state: &AppState, request: BenchRequest, send: impl Fn(BenchEvent) 
     let env = Environment {
         models_dir: state.paths.models.clone(),
         scenarios_dir: state.paths.scenarios.clone(),
-        n_ctx: settings.context,
+        // The suite's window, not the investigation's: its scenarios are
+        // written for it (the `full` condition holds a long one whole).
+        n_ctx: orchestrate::SUITE_CONTEXT.max(settings.context),
         threads: i32::try_from(settings.threads).ok(),
     };
     let job = BenchJob::prepare(&request, &env).map_err(request_error)?;

@@ -60,6 +60,9 @@ impl From<mf_agent::AgentError> for CommandError {
             E::Store(_) | E::StoredJson(_) => "store",
             E::InvalidSetting(_) => "invalid_settings",
             E::NotFound(_) => "not_found",
+            E::Busy(_) => "busy",
+            E::NotResumable { .. } | E::StoredSpec { .. } => "not_resumable",
+            E::Io { .. } => "data_folder",
         };
         Self::new(code, e.to_string())
     }

@@ -1,26 +1,25 @@
 //! Investigation commands: start / resume (one `ipc::Channel` per run
 //! streaming mf-agent's events), stop, approve, the stored history, undo.
+//! The lifecycle is `mf_agent::Sessions`' (the CLI's too): this module only
+//! adapts it to commands.
 //!
-//! `Agent::run` is not `Send` (its event sink is a `&mut dyn EventSink`), so
-//! each run lives on its own thread with a current-thread runtime. The
-//! command waits until that thread has loaded the tools and created the
-//! stored row, so set-up failures reject the `invoke` with a clear error,
+//! A session's loop is not `Send` (its event sink is a `&mut dyn EventSink`),
+//! so each run lives on its own thread with a current-thread runtime. The
+//! command waits until that thread has loaded the model and tools and stored
+//! the session, so set-up failures reject the `invoke` with a clear error,
 //! and then returns the investigation's id while the loop runs on.
 
 use std::sync::{Arc, Mutex};
 
-use mf_agent::{Agent, AgentEvent, EventSink, InvestigationRow, Store, StoreSink};
-use mf_forgetting::Message;
-use mf_inference::{CancelToken, LlamaSession};
-use mf_tools::ToolRegistry;
-use tauri::ipc::Channel;
+use mf_agent::{Agent, AgentEvent, EventSink, InvestigationRow, Resume, RunSpec, SessionStatus, ToolRunner};
+use mf_inference::CancelToken;
 use tauri::State;
+use tauri::ipc::Channel;
 use tokio::sync::oneshot;
 
 use crate::AppState;
 use crate::approver::UiApprover;
 use crate::error::{CmdResult, CommandError};
-use crate::settings::Settings;
 
 /// One investigation the app started in this process.
 pub struct Running {
@@ -43,9 +42,12 @@ impl EventSink for ChannelSink {
     }
 }
 
-enum Start {
-    Fresh(String),
-    Resume(i64, Vec<Message>),
+/// What a launch does.
+pub(crate) enum Start {
+    /// A new session of `question` run as `spec`, with the spec's tools or these.
+    Fresh { spec: Box<RunSpec>, question: String, tools: Option<Arc<dyn ToolRunner>> },
+    /// Stored session `id`, with its own spec.
+    Resume(i64),
 }
 
 fn running_any(state: &AppState) -> CmdResult<bool> {
@@ -53,14 +55,15 @@ fn running_any(state: &AppState) -> CmdResult<bool> {
     Ok(runs.values().any(|r| r.running.load(std::sync::atomic::Ordering::SeqCst)))
 }
 
-/// Loads (or reuses) the model, sets up tools and the stored row on a new
-/// thread, and runs the loop there. Returns the investigation's id.
-async fn launch(state: &AppState, settings: Settings, start: Start, channel: Channel<AgentEvent>) -> CmdResult<i64> {
+/// Readies the session on a new thread (model, tools, stored row) and runs
+/// its loop there; `on_end` runs on that thread when the loop has ended.
+/// Returns the investigation's id once it is stored.
+pub(crate) async fn launch(state: &AppState, start: Start, channel: Channel<AgentEvent>, on_end: Box<dyn FnOnce() + Send>) -> CmdResult<i64> {
     if running_any(state)? {
         return Err(CommandError::new("busy", "An investigation is already running; stop it first."));
     }
-    let backend: Arc<LlamaSession> = state.model(&settings).await?;
-    let db = state.paths.db.clone();
+    let sessions = state.sessions.clone();
+    let api_key = state.api_key();
     let approver = Arc::new(UiApprover::new(state.approval_timeout));
     let slot: Arc<Mutex<Option<Agent>>> = Arc::new(Mutex::new(None));
     let running = Arc::new(std::sync::atomic::AtomicBool::new(true));
@@ -77,46 +80,31 @@ async fn launch(state: &AppState, settings: Settings, start: Start, channel: Cha
                 }
             };
             rt.block_on(async move {
-                let setup = async {
-                    let store = Store::open(&db)?;
-                    let registry = Arc::new(ToolRegistry::new(settings.tools()).await?);
-                    let agent = Agent::new(backend, registry, approver2.clone(), settings.agent())?;
-                    let id = match &start {
-                        Start::Fresh(q) => store.create(q, &serde_json::to_value(&settings).map_err(|e| CommandError::internal(e.to_string()))?)?,
-                        Start::Resume(id, _) => {
-                            store.mark_running(*id)?;
-                            *id
-                        }
-                    };
-                    Ok::<_, CommandError>((store, agent, id))
+                let ready = match start {
+                    Start::Fresh { spec, question, tools } => sessions.start_with_tools(*spec, &question, approver2.clone(), api_key, tools).await,
+                    Start::Resume(id) => sessions.resume(id, Resume::default(), approver2.clone(), api_key).await,
                 };
-                let (store, mut agent, id) = match setup.await {
-                    Ok(x) => x,
+                let launch = match ready {
+                    Ok(l) => l,
                     Err(e) => {
                         running2.store(false, std::sync::atomic::Ordering::SeqCst);
-                        let _ = ready_tx.send(Err(e));
+                        let _ = ready_tx.send(Err(e.into()));
+                        on_end();
                         return;
                     }
                 };
-                let _ = ready_tx.send(Ok((id, agent.cancel_token())));
+                for n in &launch.notes {
+                    tracing::info!("investigation {}: {n}", launch.id);
+                }
+                let _ = ready_tx.send(Ok((launch.id, launch.cancel_token())));
                 let mut ui = ChannelSink(channel);
-                let mut sink = StoreSink { store: &store, id, next: &mut ui, error: None };
-                let out = match start {
-                    Start::Fresh(q) => agent.run(&q, &mut sink).await,
-                    Start::Resume(_, h) => agent.resume(h, &mut sink).await,
-                };
-                if let Some(e) = sink.error.take() {
-                    tracing::warn!("session store: {e}");
-                }
-                if let Err(e) = out {
-                    // The loop already emitted it as an error event.
-                    let _ = store.mark_failed(id, &e.to_string());
-                }
+                let (agent, _out) = launch.run(&mut ui).await;
                 approver2.deny_all();
                 if let Ok(mut s) = slot2.lock() {
                     *s = Some(agent);
                 }
                 running2.store(false, std::sync::atomic::Ordering::SeqCst);
+                on_end();
             });
         })
         .map_err(|e| CommandError::internal(format!("cannot start the investigation thread: {e}")))?;
@@ -140,7 +128,9 @@ pub async fn start_investigation(
     }
     let settings = state.settings()?;
     settings.validate()?;
-    launch(&state, settings, Start::Fresh(question), on_event).await
+    let code = mf_tools::code::CodeConfig::beside_exe().is_ok();
+    let spec = Box::new(settings.run_spec(code));
+    launch(&state, Start::Fresh { spec, question, tools: None }, on_event, Box::new(|| {})).await
 }
 
 /// Stops investigation `id`: the current generation ends at its next token,
@@ -154,14 +144,21 @@ pub fn stop_investigation(state: State<'_, AppState>, id: i64) -> CmdResult<()> 
     Ok(())
 }
 
-/// The user's decision on a tool call that asked, bound to the argument hash shown.
+/// The user's decision on a tool call that asked, bound to the argument hash
+/// shown. `scope: "host"` approves the call's host for the rest of the
+/// session (later calls to it that carry data run unasked).
 #[tauri::command]
-pub fn approve_tool_call(state: State<'_, AppState>, id: i64, call_id: String, arguments_hash: String, approved: bool) -> CmdResult<()> {
+pub fn approve_tool_call(state: State<'_, AppState>, id: i64, call_id: String, arguments_hash: String, approved: bool, scope: Option<String>) -> CmdResult<()> {
+    let for_host = match scope.as_deref() {
+        None | Some("call") => false,
+        Some("host") => true,
+        Some(other) => return Err(CommandError::invalid(format!("Unknown approval scope {other:?} (call or host)."))),
+    };
     let approver = {
         let runs = state.runs.lock().map_err(|_| CommandError::internal("run table poisoned"))?;
         runs.get(&id).map(|r| r.approver.clone()).ok_or_else(|| CommandError::new("not_found", format!("Investigation {id} is not running in this window.")))?
     };
-    approver.answer(&call_id, &arguments_hash, approved)
+    approver.answer_scoped(&call_id, &arguments_hash, approved, for_host)
 }
 
 /// Stored investigations, newest first.
@@ -178,25 +175,20 @@ pub fn investigation_events(state: State<'_, AppState>, id: i64) -> CmdResult<Ve
     Ok(store.events(id)?)
 }
 
-/// Continues stored investigation `id` (with its stored settings when they
-/// are the app's, else the current ones); its events stream to `on_event`.
+/// Continues stored investigation `id` with its own stored spec (a session
+/// started by `mf investigate` runs with the CLI's settings, not the app's);
+/// its events stream to `on_event`, starting with whether the saved KV cache
+/// was loaded.
 #[tauri::command]
 pub async fn resume_investigation(state: State<'_, AppState>, id: i64, on_event: Channel<AgentEvent>) -> CmdResult<i64> {
-    let (settings, history) = {
+    {
         let store = state.store()?;
         let row = store.get(id)?;
-        if row.status == "running" {
+        if row.status == SessionStatus::Running {
             return Err(CommandError::new("busy", format!("Investigation {id} is still running.")));
         }
-        let history = store.history(id)?;
-        if history.is_empty() {
-            return Err(CommandError::new("not_resumable", format!("Investigation {id} has no stored history to continue from.")));
-        }
-        let settings = serde_json::from_value::<Settings>(store.settings(id)?).or_else(|_| state.settings())?;
-        (settings, history)
-    };
-    settings.validate()?;
-    launch(&state, settings, Start::Resume(id, history), on_event).await
+    }
+    launch(&state, Start::Resume(id), on_event, Box::new(|| {})).await
 }
 
 /// Restores the history (and the KV cache, when a snapshot was made) from

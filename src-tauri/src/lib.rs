@@ -15,19 +15,20 @@
 
 pub mod approver;
 pub mod bench;
+pub mod demo;
+pub mod engine;
 pub mod error;
 pub mod investigation;
 pub mod models;
 pub mod settings;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mf_agent::Store;
-use mf_inference::LlamaSession;
+use mf_agent::{Sessions, Store};
 use tauri::{Manager as _, Runtime, State};
 
 use crate::error::{CmdResult, CommandError};
@@ -44,6 +45,8 @@ pub struct Paths {
     pub models: PathBuf,
     /// The benchmark's scenario folder.
     pub scenarios: PathBuf,
+    /// The live worlds (demo investigations and the agentic benchmark).
+    pub worlds: PathBuf,
     /// Where benchmark exports are written.
     pub exports: PathBuf,
 }
@@ -65,6 +68,7 @@ impl Paths {
             db: data.join("sessions.db"),
             models: env("MF_MODELS_DIR").unwrap_or_else(|| root.join("models")),
             scenarios: env("MF_SCENARIOS_DIR").unwrap_or_else(|| root.join("scenarios/compaction")),
+            worlds: env("MF_WORLDS_DIR").unwrap_or_else(|| root.join("scenarios/agentic")),
             exports: data.join("exports"),
         }
     }
@@ -75,8 +79,11 @@ pub struct AppState {
     /// Where things live.
     pub paths: Paths,
     settings: Mutex<Settings>,
-    /// The loaded model and the settings key it was loaded with.
-    model: tokio::sync::Mutex<Option<(String, Arc<LlamaSession>)>>,
+    /// The sessions (the store, the KV caches and the loaded model), shared with the CLI's data folder.
+    pub sessions: Arc<Sessions>,
+    /// The OpenAI-compatible engine's API key: kept in memory only, never in
+    /// the settings file or the logs (`OPENAI_API_KEY` is the fallback).
+    api_key: Mutex<Option<String>>,
     /// Investigations started in this process.
     runs: Mutex<HashMap<i64, investigation::Running>>,
     /// Benchmark runs of this process.
@@ -103,10 +110,12 @@ impl AppState {
                 Settings::defaults(&model)
             }
         };
+        let sessions = Arc::new(Sessions::at_db(&paths.db));
         Ok(Self {
             paths,
             settings: Mutex::new(settings),
-            model: tokio::sync::Mutex::new(None),
+            sessions,
+            api_key: Mutex::new(None),
             runs: Mutex::new(HashMap::new()),
             benches: Mutex::new(HashMap::new()),
             next_run: AtomicU64::new(1),
@@ -134,28 +143,19 @@ impl AppState {
         Ok(Store::open(&self.paths.db)?)
     }
 
-    /// The model for `settings`, loaded once and kept while the settings
-    /// that shape it (file, context, threads, GPU) stay the same.
+    /// The API key for an OpenAI-compatible engine, if the user gave one.
+    #[must_use]
+    pub fn api_key(&self) -> Option<String> {
+        self.api_key.lock().ok().and_then(|k| k.clone())
+    }
+
+    /// Keeps (or forgets) the API key in memory.
     ///
     /// # Errors
-    /// `model_load` with llama.cpp's reason.
-    pub async fn model(&self, settings: &Settings) -> CmdResult<Arc<LlamaSession>> {
-        let key = format!("{}|{}|{}|{}", settings.model_path, settings.context, settings.threads, settings.gpu);
-        let mut slot = self.model.lock().await;
-        if let Some((k, m)) = slot.as_ref()
-            && *k == key
-        {
-            return Ok(m.clone());
-        }
-        // Free the old model before loading the new one (8B models are large).
-        *slot = None;
-        let cfg = settings.llama();
-        let m = tauri::async_runtime::spawn_blocking(move || LlamaSession::load(cfg))
-            .await
-            .map_err(|e| CommandError::internal(format!("model loader: {e}")))??;
-        let m = Arc::new(m);
-        *slot = Some((key, m.clone()));
-        Ok(m)
+    /// Only a poisoned lock.
+    pub fn set_api_key(&self, key: Option<String>) -> CmdResult<()> {
+        *self.api_key.lock().map_err(|_| CommandError::internal("key poisoned"))? = key;
+        Ok(())
     }
 
     fn next_run_id(&self) -> u64 {
@@ -211,6 +211,10 @@ app_commands![
     investigation::investigation_events,
     investigation::resume_investigation,
     investigation::undo_compaction,
+    demo::list_demo_worlds,
+    demo::start_demo,
+    engine::list_server_models,
+    engine::set_api_key,
     settings_cmd::get_settings,
     settings_cmd::save_settings,
     models::app_info,
@@ -222,24 +226,17 @@ app_commands![
     bench::export_benchmark,
 ];
 
-fn process_alive(pid: i64) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists() && i64::from(std::process::id()) != pid
-}
-
 /// The app over any runtime (tests use `tauri::test::mock_builder()`).
 #[must_use]
 pub fn app<R: Runtime>(builder: tauri::Builder<R>) -> tauri::Builder<R> {
     builder.plugin(tauri_plugin_dialog::init()).invoke_handler(handler()).setup(|app| {
         // Sessions go where `mf` keeps them, so History lists the CLI's too.
-        let shared = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share/measured-forgetting"));
-        let paths = Paths::resolve(app.path().app_config_dir().ok(), shared.or_else(|| app.path().app_data_dir().ok()));
-        // Investigations of a process that died are marked interrupted (resumable).
-        if let Ok(store) = Store::open(&paths.db)
-            && cfg!(target_os = "linux")
-        {
-            let _ = store.recover_dead(process_alive);
-        }
+        let paths = Paths::resolve(app.path().app_config_dir().ok(), Some(mf_agent::session::default_dir()));
         let state = AppState::new(paths)?;
+        // Investigations of a process that died are marked interrupted (resumable).
+        if let Err(e) = state.sessions.recover_dead() {
+            tracing::warn!("recovering interrupted investigations: {e}");
+        }
         app.manage(state);
         Ok(())
     })
@@ -261,6 +258,7 @@ mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
     use std::collections::BTreeSet;
+    use std::path::Path;
     use tauri::Manager;
 
     fn root() -> PathBuf {
@@ -382,6 +380,7 @@ mod tests {
             db: d.path().join("data/sessions.db"),
             models: d.path().join("models"),
             scenarios: root().join("scenarios/compaction"),
+            worlds: root().join("scenarios/agentic"),
             exports: d.path().join("exports"),
         };
         let app = tauri::test::mock_builder().plugin(tauri_plugin_dialog::init()).invoke_handler(handler()).build(tauri::generate_context!()).unwrap();
@@ -429,6 +428,7 @@ mod tests {
             db: dir.join("data/sessions.db"),
             models,
             scenarios: root().join("scenarios/compaction"),
+            worlds: root().join("scenarios/agentic"),
             exports: dir.join("exports"),
         };
         let mut state = AppState::new(paths).unwrap();
@@ -565,6 +565,7 @@ mod tests {
             db: d.path().join("data/sessions.db"),
             models: models_dir,
             scenarios: root().join("scenarios/compaction"),
+            worlds: root().join("scenarios/agentic"),
             exports: d.path().join("exports"),
         };
         let state = AppState::new(paths).unwrap();

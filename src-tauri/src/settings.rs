@@ -1,17 +1,16 @@
 //! The app's settings (ui/src/lib/api.ts `Settings`): persisted as JSON in
 //! the app's config folder, validated field by field with messages the
-//! settings panel shows next to each field, and turned into the crates'
-//! settings (`mf_agent::AgentSettings`, `mf_tools::ToolSettings`,
-//! `mf_inference::LlamaConfig`).
+//! settings panel shows next to each field, and turned into the one run
+//! spec every face builds ([`mf_agent::RunSpec`], whose defaults are the
+//! only defaults: [`Settings::defaults`] starts from them).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use mf_agent::AgentSettings;
+use mf_agent::{AgentSettings, EngineSpec, RunSpec, ToolsSpec};
 use mf_forgetting::StrategyKind;
-use mf_inference::LlamaConfig;
 use mf_tools::ToolSettings;
-use mf_tools::policy::Mode;
+use mf_tools::policy::{ApprovalPolicy, Mode};
 use serde::{Deserialize, Serialize};
 
 use crate::error::CommandError;
@@ -28,6 +27,16 @@ pub enum ApprovalMode {
     Deny,
 }
 
+impl From<Mode> for ApprovalMode {
+    fn from(m: Mode) -> Self {
+        match m {
+            Mode::Ask => ApprovalMode::Ask,
+            Mode::Auto => ApprovalMode::Allow,
+            Mode::Deny => ApprovalMode::Deny,
+        }
+    }
+}
+
 impl From<ApprovalMode> for Mode {
     fn from(m: ApprovalMode) -> Self {
         match m {
@@ -42,12 +51,38 @@ impl From<ApprovalMode> for Mode {
 /// the UI shows (`files` = list/read/search files).
 pub const APPROVAL_GROUPS: [&str; 4] = ["files", "http_get", "http_write", "code"];
 
+/// Which engine runs the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Engine {
+    /// llama.cpp inside the app, over `model_path`.
+    #[default]
+    Embedded,
+    /// An Ollama server at `server_url`, model `server_model`.
+    Ollama,
+    /// An OpenAI-compatible server at `server_url`, model `server_model`
+    /// (its API key, if any, is never written to the settings file).
+    Openai,
+}
+
 /// Every setting of the app.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Settings {
-    /// Path of the GGUF model file.
+    /// Which engine runs the model.
+    #[serde(default)]
+    pub engine: Engine,
+    /// Path of the GGUF model file (embedded engine).
     pub model_path: String,
+    /// The server's base URL (Ollama or OpenAI-compatible engines).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub server_url: String,
+    /// The model name on the server.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub server_model: String,
+    /// Constrain the embedded model's fenced-JSON tool calls with a grammar.
+    #[serde(default)]
+    pub tool_grammar: bool,
     /// Context size `C`, tokens.
     pub context: u32,
     /// Generation reserve `G`, tokens.
@@ -73,6 +108,11 @@ pub struct Settings {
     /// Hosts the http tool may reach (`host`, `host:port`, `*.domain`); a
     /// loopback host here is the explicit permission to reach loopback.
     pub allowed_hosts: Vec<String>,
+    /// MCP servers whose tools investigations offer, in the `mcpServers`
+    /// shape (`{"mcpServers": {"NAME": {"command": …, "args": […]} | {"url": …}}}`);
+    /// their calls ask by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_servers: Option<serde_json::Value>,
     /// Advanced (settings file only): the system prompt; `None` is mf-agent's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_prompt: Option<String>,
@@ -86,25 +126,32 @@ impl Settings {
     /// The defaults, with `model_path` the default model in `models_dir`.
     #[must_use]
     pub fn defaults(model_path: &Path) -> Self {
-        let agent = AgentSettings::default();
+        let spec = RunSpec::default();
+        let agent = spec.agent;
         let threads = std::thread::available_parallelism().map_or(4, |n| u32::try_from(n.get()).unwrap_or(4));
+        let p = spec.tools.policy;
         Self {
+            engine: Engine::Embedded,
             model_path: model_path.display().to_string(),
-            context: 4096,
+            server_url: String::new(),
+            server_model: String::new(),
+            tool_grammar: false,
+            context: spec.context,
             reserve: agent.reserve,
             ratio: agent.ratio,
             recent: agent.recent,
-            strategy: "v2".into(),
+            strategy: agent.strategy.as_str().into(),
             gamma: agent.plan.gamma,
             threads,
             gpu: false,
             thinking: false,
-            tool_approvals: [("files", ApprovalMode::Allow), ("http_get", ApprovalMode::Allow), ("http_write", ApprovalMode::Ask), ("code", ApprovalMode::Ask)]
+            tool_approvals: [("files", p.files), ("http_get", p.http_get), ("http_write", p.http_write), ("code", p.code)]
                 .into_iter()
-                .map(|(k, v)| (k.to_owned(), v))
+                .map(|(k, v)| (k.to_owned(), ApprovalMode::from(v)))
                 .collect(),
             workspace_roots: Vec::new(),
             allowed_hosts: Vec::new(),
+            mcp_servers: None,
             system_prompt: None,
             max_result_chars: None,
         }
@@ -118,7 +165,15 @@ impl Settings {
     pub fn validate(&self) -> Result<(), CommandError> {
         let mut f: BTreeMap<&'static str, String> = BTreeMap::new();
         let path = self.model_path.trim();
-        if path.is_empty() {
+        if self.engine != Engine::Embedded {
+            let url = self.server_url.trim();
+            if !(url.starts_with("http://") || url.starts_with("https://")) || url.contains(char::is_whitespace) {
+                f.insert("server_url", "The server URL must start with http:// or https://.".into());
+            }
+            if self.server_model.trim().is_empty() {
+                f.insert("server_model", "Name the model the server should run.".into());
+            }
+        } else if path.is_empty() {
             f.insert("model_path", "Choose a model file.".into());
         } else if !path.to_ascii_lowercase().ends_with(".gguf") {
             f.insert("model_path", "The model must be a .gguf file.".into());
@@ -176,6 +231,11 @@ impl Settings {
                 break;
             }
         }
+        if let Some(v) = &self.mcp_servers
+            && let Err(e) = mf_tools::mcp::McpConfig::from_value(v)
+        {
+            f.insert("mcp_servers", e.to_string());
+        }
         if f.is_empty() {
             return Ok(());
         }
@@ -212,14 +272,6 @@ impl Settings {
         a
     }
 
-    /// The tools' settings: workspace roots, allowed hosts, approval modes,
-    /// and `run_code` when the `mf-sandbox` helper sits beside the app
-    /// (`CodeConfig::beside_exe`, as for `mf --code`).
-    #[must_use]
-    pub fn tools(&self) -> ToolSettings {
-        self.tools_with(mf_tools::code::CodeConfig::beside_exe().ok())
-    }
-
     /// Whether `run_code` is switched off: its approval is `deny`, so it is
     /// not offered at all (a tool that is always refused only costs context).
     #[must_use]
@@ -227,32 +279,62 @@ impl Settings {
         self.tool_approvals.get("code") == Some(&ApprovalMode::Deny)
     }
 
-    /// [`Settings::tools`] with the sandbox config given (`None`: no helper).
+    /// The approval policy of these settings.
     #[must_use]
-    pub fn tools_with(&self, code: Option<mf_tools::code::CodeConfig>) -> ToolSettings {
-        let mut t = ToolSettings { workspace: self.workspace_roots.iter().map(PathBuf::from).collect(), ..ToolSettings::default() };
-        t.code = code.filter(|_| !self.code_denied());
-        if !self.allowed_hosts.is_empty() {
-            t.http.allowed_hosts = Some(self.allowed_hosts.clone());
-            t.http.allow_loopback = self.allowed_hosts.iter().any(|h| is_loopback_host(h));
-        }
+    pub fn policy(&self) -> ApprovalPolicy {
+        let mut p = ApprovalPolicy::default();
         let mode = |g: &str| self.tool_approvals.get(g).copied().map(Mode::from);
-        let p = &mut t.policy;
         for (g, slot) in [("files", &mut p.files), ("http_get", &mut p.http_get), ("http_write", &mut p.http_write), ("code", &mut p.code)] {
             if let Some(m) = mode(g) {
                 *slot = m;
             }
         }
-        t
+        p
     }
 
-    /// The model's load settings.
+    /// The engine these settings name.
     #[must_use]
-    pub fn llama(&self) -> LlamaConfig {
-        let mut c = LlamaConfig::new(&self.model_path).with_n_ctx(self.context);
-        c.n_threads = i32::try_from(self.threads).ok();
-        c.n_gpu_layers = if self.gpu { u32::MAX } else { 0 };
-        c
+    pub fn engine_spec(&self) -> EngineSpec {
+        match self.engine {
+            Engine::Embedded => EngineSpec::Llama {
+                model: PathBuf::from(self.model_path.trim()),
+                threads: i32::try_from(self.threads).ok(),
+                gpu: self.gpu,
+                tool_grammar: self.tool_grammar,
+            },
+            Engine::Ollama => EngineSpec::Ollama { url: self.server_url.trim().to_owned(), model: self.server_model.trim().to_owned() },
+            Engine::Openai => EngineSpec::OpenAi { url: self.server_url.trim().to_owned(), model: self.server_model.trim().to_owned(), tools_in_text: false },
+        }
+    }
+
+    /// The run spec a new investigation is stored and run with. `code`:
+    /// whether the `run_code` sandbox helper is available (it is offered
+    /// when it is and its approval is not `deny`).
+    #[must_use]
+    pub fn run_spec(&self, code: bool) -> RunSpec {
+        RunSpec {
+            engine: self.engine_spec(),
+            context: self.context,
+            agent: self.agent(),
+            tools: ToolsSpec {
+                workspace: self.workspace_roots.iter().map(PathBuf::from).collect(),
+                allowed_hosts: self.allowed_hosts.clone(),
+                code: code && !self.code_denied(),
+                policy: self.policy(),
+                mcp: self.mcp_servers.clone(),
+                mcp_approvals: mf_tools::mcp::McpApprovals::default(),
+            },
+        }
+    }
+
+    /// The tools' settings (what the investigation offers), with the sandbox
+    /// config given (`None`: no helper).
+    #[must_use]
+    pub fn tools_with(&self, code: Option<mf_tools::code::CodeConfig>) -> ToolSettings {
+        let spec = self.run_spec(false).tools;
+        let mut t = spec.settings(self.agent().max_argument_bytes).unwrap_or_default();
+        t.code = code.filter(|_| !self.code_denied());
+        t
     }
 
     /// Reads the settings file; `None` when there is none yet.
@@ -282,13 +364,6 @@ impl Settings {
         std::fs::write(&tmp, text).map_err(err)?;
         std::fs::rename(&tmp, path).map_err(err)
     }
-}
-
-/// Whether an allowed-host entry names loopback (the CLI's rule, mf-cli `is_loopback_host`).
-fn is_loopback_host(h: &str) -> bool {
-    let host = h.rsplit_once(':').filter(|(a, p)| !a.ends_with(':') && p.chars().all(|c| c.is_ascii_digit())).map_or(h, |(a, _)| a);
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    host == "localhost" || host.starts_with("127.") || host == "::1"
 }
 
 fn check_host(host: &str) -> Result<(), String> {
@@ -391,14 +466,14 @@ mod tests {
         s.allowed_hosts = vec!["127.0.0.1:9".into()];
         s.tool_approvals.insert("http_get".into(), ApprovalMode::Ask);
         s.strategy = "v2.1".into();
-        let t = s.tools();
-        assert!(t.http.allow_loopback);
+        let t = s.tools_with(None);
+        assert_eq!(t.http.allowed_hosts, Some(vec!["127.0.0.1:9".to_owned()]));
         assert_eq!(t.policy.http_get, Mode::Ask);
         assert_eq!(t.policy.files, Mode::Auto);
         assert_eq!(s.agent().strategy, StrategyKind::V21);
         assert_eq!(s.agent().reserve, s.reserve);
         s.allowed_hosts = vec!["example.com".into()];
-        assert!(!s.tools().http.allow_loopback);
+        assert!(!s.tools_with(None).http.allow_loopback, "no entry opens loopback for every name");
         // run_code: offered with a helper, unless its approval is deny.
         let helper = mf_tools::code::CodeConfig::new("/opt/mf/mf-sandbox");
         assert!(s.tools_with(None).code.is_none());

@@ -38,9 +38,9 @@ function investigation(question: string): Step[] {
       name: 'http',
       arguments: '{"url":"http://127.0.0.1:8931/errors?status=5xx"}',
       args_sha256: '5e0c1f7a',
-      // Newer than the generated type (the backend is adding it).
       summary: 'GET 127.0.0.1:8931 · 10 bytes of query · status=5xx',
-    } as AgentEvent,
+      host: '127.0.0.1:8931',
+    },
     { hold: 'approval' },
     { type: 'approval_decided', call_id: 'call_1', approved: true, by: 'user' },
     { type: 'kv', round: 1, purpose: 'round', stats: { prompt_tokens: 352, reused: 0, decoded: 352, trimmed: 0, full_clear: false, prefill_ms: 1480, decode_ms: 610 }, completion_tokens: 38 },

@@ -235,7 +235,8 @@ describe('approvals that show what leaves', () => {
       name: 'http',
       arguments: '{"body":"{\\"report\\": \\"…\\"}","method":"POST","url":"https://api.example.com/r"}',
       args_sha256: 'f00d',
-      ...(summary === undefined ? {} : { summary }),
+      summary: summary ?? '',
+      host: 'api.example.com',
     } as AgentEvent,
   ];
 

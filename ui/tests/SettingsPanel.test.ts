@@ -145,4 +145,44 @@ describe('SettingsPanel pickers (dialog plugin mocked)', () => {
     await fireEvent.click(screen.getByRole('button', { name: 'Add folder…' }));
     expect((await screen.findByRole('status')).textContent).toBe('Folder dialog failed: no display');
   });
+
+  it('switches to a server engine: URL and model are checked, the model list comes from the server, the key stays in memory', async () => {
+    const { api } = mockApi();
+    render(SettingsPanel, { api });
+    const engine = (await screen.findByLabelText('Engine')) as HTMLSelectElement;
+    await fireEvent.change(engine, { target: { value: 'openai' } });
+    const url = (await screen.findByLabelText('Server URL')) as HTMLInputElement;
+    await fireEvent.input(url, { target: { value: 'localhost:8080' } });
+    expect(field('server_url')?.textContent).toBe('The server URL must start with http:// or https://.');
+    expect(field('server_model')?.textContent).toBe('Name the model the server should run.');
+    expect(save().disabled).toBe(true);
+    await fireEvent.input(url, { target: { value: 'http://127.0.0.1:8080/v1' } });
+    await fireEvent.input(screen.getByLabelText('API key'), { target: { value: 'sk-test' } });
+    await fireEvent.click(screen.getByRole('button', { name: "List the server's models" }));
+    expect((await screen.findByTestId('server-status')).textContent).toBe('2 model(s) on the server.');
+    expect(api.setApiKey).toHaveBeenCalledWith('sk-test');
+    expect(api.listServerModels).toHaveBeenCalledWith('openai', 'http://127.0.0.1:8080/v1');
+    await fireEvent.input(screen.getByLabelText('Server model'), { target: { value: 'qwen3:8b' } });
+    expect(field('server_url')).toBeNull();
+    expect(save().disabled).toBe(false);
+    await fireEvent.click(save());
+    const sent = (api.saveSettings as ReturnType<typeof vi.fn>).mock.calls.at(-1)?.[0] as Settings;
+    expect(sent.engine).toBe('openai');
+    expect(sent.server_model).toBe('qwen3:8b');
+    expect(JSON.stringify(sent)).not.toContain('sk-test');
+  });
+
+  it('takes MCP servers as mcpServers JSON and refuses text that is not JSON', async () => {
+    const { api } = mockApi();
+    render(SettingsPanel, { api });
+    const box = (await screen.findByLabelText(/MCP servers/)) as HTMLTextAreaElement;
+    await fireEvent.input(box, { target: { value: '{"mcpServers": {' } });
+    expect(field('mcp_servers')?.textContent).toMatch(/^Not valid JSON/);
+    expect(save().disabled).toBe(true);
+    await fireEvent.input(box, { target: { value: '{"mcpServers": {"time": {"command": "mcp-server-time"}}}' } });
+    expect(field('mcp_servers')).toBeNull();
+    await fireEvent.click(save());
+    const sent = (api.saveSettings as ReturnType<typeof vi.fn>).mock.calls.at(-1)?.[0] as Settings;
+    expect(sent.mcp_servers).toEqual({ mcpServers: { time: { command: 'mcp-server-time' } } });
+  });
 });

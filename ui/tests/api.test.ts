@@ -124,6 +124,8 @@ describe('tauriApi', () => {
       tauriApi.appInfo(),
       tauriApi.getSettings(),
       tauriApi.saveSettings(s),
+      tauriApi.listServerModels('ollama', 'http://127.0.0.1:11434'),
+      tauriApi.setApiKey(''),
       tauriApi.listModels(),
       tauriApi.pickModelFile(),
       tauriApi.pickFolder(),

@@ -75,7 +75,7 @@ export function investigationEvents(): AgentEvent[] {
     { type: 'thinking_token', text: 'I should ' },
     { type: 'thinking_token', text: 'fetch the stats.' },
     { type: 'tool_call', call_id: 'call_1', name: 'http_get', arguments: { url: 'http://127.0.0.1:8080/errors' } },
-    { type: 'approval_requested', call_id: 'call_1', name: 'http_get', arguments: '{"url":"http://127.0.0.1:8080/errors"}', args_sha256: 'ab12' },
+    { type: 'approval_requested', call_id: 'call_1', name: 'http_get', arguments: '{"url":"http://127.0.0.1:8080/errors"}', args_sha256: 'ab12', summary: '' },
   ];
 }
 
@@ -129,6 +129,8 @@ export function mockApi(over: Partial<Api> = {}) {
     appInfo: vi.fn(async () => ({ version: '0.1.0', model_path: settings.model_path, notice: null, models_dir: '/models', settings_file: '/cfg/settings.json', run_code: { available: false, message: 'run_code unavailable: the code sandbox is unavailable, so code is not run: mf-sandbox not found beside measured-forgetting (looked in /opt/mf and its parent)' } })),
     getSettings: vi.fn(async () => structuredClone(settings)),
     saveSettings: vi.fn(async (s: Settings) => s),
+    listServerModels: vi.fn(async () => ['qwen3:8b', 'llama3.2:3b']),
+    setApiKey: vi.fn(async () => {}),
     listModels: vi.fn(async () => [
       { name: 'SmolLM2-135M-Instruct.Q4_1.gguf', path: '/models/SmolLM2-135M-Instruct.Q4_1.gguf', size_bytes: 98_000_000 },
       { name: 'gemma-3-270m-q4_k_m.gguf', path: '/models/gemma-3-270m-q4_k_m.gguf', size_bytes: 253_000_000 },

@@ -60,9 +60,20 @@ export type StrategyName = (typeof STRATEGIES)[number];
 export type ApprovalMode = 'ask' | 'allow' | 'deny';
 
 /** Every setting of the app, persisted by the shell. */
+/** Which engine runs the model: llama.cpp in the app, or a server. */
+export type EngineKind = 'embedded' | 'ollama' | 'openai';
+
 export interface Settings {
-  /** Path of the GGUF model file. */
+  /** Which engine runs the model (absent in older settings files: embedded). */
+  engine?: EngineKind;
+  /** Path of the GGUF model file (embedded engine). */
   model_path: string;
+  /** The server's base URL (Ollama: `http://127.0.0.1:11434`; OpenAI-compatible: `http://127.0.0.1:8080/v1`). */
+  server_url?: string;
+  /** The model name on the server. */
+  server_model?: string;
+  /** Constrain the embedded model's fenced-JSON tool calls with a grammar. */
+  tool_grammar?: boolean;
   /** Context size `C`, tokens. */
   context: number;
   /** Generation reserve `G`, tokens. */
@@ -85,6 +96,8 @@ export interface Settings {
   tool_approvals: Record<string, ApprovalMode>;
   workspace_roots: string[];
   allowed_hosts: string[];
+  /** MCP servers whose tools investigations offer, in the `mcpServers` shape (absent: none). */
+  mcp_servers?: unknown;
   /** Advanced, settings file only: the system prompt (absent: mf-agent's). Kept as given on save. */
   system_prompt?: string;
   /** Advanced, settings file only: tool results are cut to this many characters. */
@@ -201,6 +214,10 @@ export interface Api {
   appInfo(): Promise<AppInfo>;
   getSettings(): Promise<Settings>;
   saveSettings(settings: Settings): Promise<Settings>;
+  /** The models a server offers (the engine's URL), by name. */
+  listServerModels(engine: EngineKind, url: string): Promise<string[]>;
+  /** Keeps the OpenAI-compatible server's API key in the app's memory only (empty: forget it). */
+  setApiKey(key: string): Promise<void>;
   listModels(): Promise<ModelInfo[]>;
   /** A native open dialog for one `.gguf` file; `null` when the user cancels. */
   pickModelFile(): Promise<string | null>;
@@ -257,6 +274,8 @@ export const tauriApi: Api = {
   appInfo: () => call('app_info'),
   getSettings: () => call('get_settings'),
   saveSettings: (settings) => call('save_settings', { settings }),
+  listServerModels: (engine, url) => call('list_server_models', { engine, url }),
+  setApiKey: (key) => call('set_api_key', { key }),
   listModels: () => call('list_models'),
   pickModelFile: () => pick({ directory: false, title: 'Choose a GGUF model', filters: [{ name: 'GGUF model', extensions: ['gguf'] }] }),
   pickFolder: () => pick({ directory: true, title: 'Choose a workspace root' }),

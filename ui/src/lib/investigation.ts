@@ -19,6 +19,8 @@ export interface ToolCallView {
      * has none (events stored before it was added).
      */
     summary: string | null;
+    /** For `http`: the host the backend lets the user approve for the session. */
+    host: string | null;
     decided: { approved: boolean; by: string } | null;
   } | null;
   result: { ok: boolean; error: string | null; content: string; truncated: string | null } | null;
@@ -168,16 +170,15 @@ export function applyEvent(s: InvestigationState, e: AgentEvent): void {
       break;
     case 'approval_requested': {
       const c = findCall(s, e.call_id);
-      // `summary` is newer than the generated type: read it when present.
-      const summary = (e as { summary?: unknown }).summary;
-      if (c) c.approval = { arguments: e.arguments, args_sha256: e.args_sha256, summary: typeof summary === 'string' ? summary : null, decided: null };
+      // Events stored before `summary` existed have none (an empty line means none too).
+      if (c) c.approval = { arguments: e.arguments, args_sha256: e.args_sha256, summary: e.summary || null, host: e.host ?? null, decided: null };
       break;
     }
     case 'approval_decided': {
       const c = findCall(s, e.call_id);
       if (c) {
         // A policy decision arrives without a request: record it all the same.
-        if (!c.approval) c.approval = { arguments: '', args_sha256: '', summary: null, decided: null };
+        if (!c.approval) c.approval = { arguments: '', args_sha256: '', summary: null, host: null, decided: null };
         c.approval.decided = { approved: e.approved, by: e.by };
       }
       break;

@@ -13,7 +13,12 @@ const HOST_RE = /^(?:\[[0-9a-fA-F:.]+\]|(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za
 
 export function validateSettings(s: Settings): FieldErrors {
   const e: FieldErrors = {};
-  if (s.model_path.trim() === '') e.model_path = 'Choose a model file.';
+  const engine = s.engine ?? 'embedded';
+  if (engine !== 'embedded') {
+    const url = (s.server_url ?? '').trim();
+    if (!/^https?:\/\/\S+$/.test(url)) e.server_url = 'The server URL must start with http:// or https://.';
+    if ((s.server_model ?? '').trim() === '') e.server_model = 'Name the model the server should run.';
+  } else if (s.model_path.trim() === '') e.model_path = 'Choose a model file.';
   else if (!s.model_path.toLowerCase().endsWith('.gguf')) e.model_path = 'The model must be a .gguf file.';
 
   if (!isInt(s.context) || s.context < 512) e.context = 'Context size must be a whole number of at least 512 tokens.';

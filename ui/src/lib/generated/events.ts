@@ -169,6 +169,8 @@ reason: string, };
 
 export type SummaryBy = "none" | "model" | "fallback";
 
+export type KvMiss = "engine_keeps_no_cache" | "not_saved" | "file_missing" | "model_changed" | "context_changed" | "diverges" | "skipped" | "load_failed";
+
 export type AgentEvent = { "type": "started", 
 /**
  * The question.
@@ -241,7 +243,16 @@ arguments: string,
 /**
  * sha256 of the tool name and canonical arguments; the decision is bound to it.
  */
-args_sha256: string, } | { "type": "approval_decided", 
+args_sha256: string, 
+/**
+ * One line for a person, what leaves first: method, host, bytes and
+ * the first characters of the data (`POST api.example.com · 12,345 bytes · {"report": …`).
+ */
+summary: string, 
+/**
+ * For `http`: the host, which the user may approve for the rest of the session.
+ */
+host?: string, } | { "type": "approval_decided", 
 /**
  * The call id.
  */
@@ -450,7 +461,11 @@ matched_tokens: number,
 /**
  * Why it was not used, or what was done instead (re-decode).
  */
-note: string | null, } | { "type": "kv", 
+note: string | null, 
+/**
+ * Why it was not loaded (none when it was).
+ */
+miss?: KvMiss, } | { "type": "kv", 
 /**
  * The round.
  */
