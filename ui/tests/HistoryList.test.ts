@@ -8,6 +8,7 @@ const rows = [
   { id: 2, question: 'Who owns disk sdb?', status: 'interrupted', exit_reason: null, created: 1_764_750_000, events: 31 },
   { id: 1, question: 'Row count?', status: 'finished', exit_reason: 'final answer', created: 1_764_740_000, events: 12 },
   { id: 3, question: 'Stopped one', status: 'finished', exit_reason: 'cancelled', created: 1_764_730_000, events: 9 },
+  { id: 4, question: 'Capped one', status: 'finished', exit_reason: 'safety cap of 5 rounds', created: 1_764_720_000, events: 40 },
 ];
 
 describe('HistoryList', () => {
@@ -27,6 +28,9 @@ describe('HistoryList', () => {
     // Stopped by the user: it can be continued.
     await fireEvent.click(within(trs[2]!).getByRole('button', { name: 'Resume' }));
     expect(onresume).toHaveBeenLastCalledWith(3);
+    // Stopped by its round cap: it can be continued too.
+    await fireEvent.click(within(trs[3]!).getByRole('button', { name: 'Resume' }));
+    expect(onresume).toHaveBeenLastCalledWith(4);
   });
 
   it('shows a store error', async () => {

@@ -201,45 +201,11 @@ fn args_hash(tool: &str, canonical: &str) -> String {
     hex::encode(h.finalize())
 }
 
-/// Canonical JSON: object keys sorted (recursively), no insignificant spaces.
-/// Independent of serde_json's `preserve_order` feature.
-pub fn canonical_json(v: &serde_json::Value) -> String {
-    let mut out = String::new();
-    write_canonical(v, &mut out);
-    out
-}
-
-fn write_canonical(v: &serde_json::Value, out: &mut String) {
-    match v {
-        serde_json::Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&serde_json::Value::String((*k).clone()).to_string());
-                out.push(':');
-                if let Some(x) = m.get(*k) {
-                    write_canonical(x, out);
-                }
-            }
-            out.push('}');
-        }
-        serde_json::Value::Array(a) => {
-            out.push('[');
-            for (i, x) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(x, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
-    }
-}
+/// Canonical JSON: object keys sorted (recursively), no insignificant
+/// spaces, independent of serde_json's `preserve_order` feature. One
+/// definition for the whole workspace: the loop's repeated-call check and the
+/// approval hash must agree on what "the same arguments" are.
+pub use mf_forgetting::message::canonical_json;
 
 #[cfg(test)]
 mod tests {
