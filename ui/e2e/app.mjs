@@ -12,7 +12,13 @@
 //   3. benchmark: one short scenario, two conditions, keyword scorer, from the
 //      panel; the same run again, cancelled while it runs;
 //   4. settings: the picker buttons, run_code's state, the model download
-//      from a file served on 127.0.0.1, the shell's own validation message.
+//      from a file served on 127.0.0.1, the shell's own validation message;
+//   5. restart: the app is closed while an investigation waits for an
+//      approval, opened again, and Resume loads the saved KV cache ("KV cache
+//      loaded: N tokens not decoded again"; the next round decodes only its
+//      new tokens);
+//   6. a session started by `mf investigate` (strategy v1, C 2048) resumes in
+//      the app with those stored settings, not the app's.
 // Screenshots go to $MF_SCREENSHOTS (default <repo>/artifacts/screenshots/app).
 //
 // Environment: MF_APP_BIN (the binary; default $CARGO_TARGET_DIR/debug/measured-forgetting),
@@ -116,33 +122,28 @@ const scratch = mkdtempSync(join(tmpdir(), 'mf-app-e2e-'));
 const configDir = join(scratch, 'config');
 const home = join(scratch, 'home');
 mkdirSync(configDir, { recursive: true });
-writeFileSync(
-  join(configDir, 'settings.json'),
-  JSON.stringify(
-    {
-      model_path: model,
-      context: 1024,
-      reserve: 128,
-      ratio: 0.9,
-      recent: 2,
-      strategy: 'v2',
-      gamma: 1.5,
-      threads: availableParallelism(),
-      gpu: false,
-      thinking: false,
-      // GET asks, so the run passes through the UI's approval (the shell's UiApprover).
-      // code: deny, so run_code is not offered and the prompt stays the one
-      // of mf-agent's real test (the settings step below switches it on).
-      tool_approvals: { files: 'allow', http_get: 'ask', http_write: 'ask', code: 'deny' },
-      workspace_roots: [],
-      allowed_hosts: [`127.0.0.1:${PORT}`],
-      system_prompt: SYSTEM,
-      max_result_chars: 250,
-    },
-    null,
-    2,
-  ),
-);
+const initialSettings = {
+  model_path: model,
+  context: 1024,
+  reserve: 128,
+  ratio: 0.9,
+  recent: 2,
+  strategy: 'v2',
+  gamma: 1.5,
+  threads: availableParallelism(),
+  gpu: false,
+  thinking: false,
+  // GET asks, so the run passes through the UI's approval (the shell's UiApprover).
+  // code: deny, so run_code is not offered and the prompt stays the one
+  // of mf-agent's real test (the settings step below switches it on).
+  tool_approvals: { files: 'allow', http_get: 'ask', http_write: 'ask', code: 'deny' },
+  workspace_roots: [],
+  allowed_hosts: [`127.0.0.1:${PORT}`],
+  system_prompt: SYSTEM,
+  max_result_chars: 250,
+};
+const writeSettings = () => writeFileSync(join(configDir, 'settings.json'), JSON.stringify(initialSettings, null, 2));
+writeSettings();
 
 // ------------------------------------------------------------ driver + session
 const env = { ...process.env, MF_CONFIG_DIR: configDir, MF_HOME: home, MF_ROOT: repo, MF_MODEL_DOWNLOAD_URL: downloadUrl, MF_MODEL_DOWNLOAD_SHA256: modelSha };
@@ -360,7 +361,10 @@ try {
   await b.waitUntil(async () => !(await runCode()).includes('deny'), { timeout: 20000, interval: 200 });
   check((await runCode()).startsWith('run_code is offered (sandbox: '), `run_code with the helper beside the app: ${await runCode()}`);
   // The model download, as clicked: progress, sha256 check, the file in models/.
-  await (await b.$('button=Download Qwen3 8B Q4_K_M')).click();
+  const download = await b.$('button=Download Qwen3 8B Q4_K_M');
+  // Centred, clear of the sticky header.
+  await download.scrollIntoView({ block: 'center' });
+  await download.click();
   const dl = await b.$('[data-testid="download-status"]');
   await b.waitUntil(async () => (await dl.isExisting()) && /verified|error|mismatch/i.test(await dl.getText()), { timeout: 60000, interval: 200 });
   check((await dl.getText()).includes(`sha256 ${modelSha.slice(0, 12)}… verified`), `the download from 127.0.0.1 was saved and verified: ${await dl.getText()}`);
@@ -378,6 +382,103 @@ try {
   await msg.waitForExist({ timeout: 10000 });
   check((await msg.getText()).includes('is not a folder'), `the shell's own validation message shows: ${await msg.getText()}`);
   await shot('05-settings');
+
+  // ---------------------------------------------------------- close mid-run, reopen, resume with the saved KV cache
+  // mf-agent's session core saves the KV cache after every tool-calling reply
+  // (kv/ID.bin in MF_HOME), before the calls run. The app is restarted with
+  // the first settings (the steps above changed them), an investigation is
+  // started and the app is closed while its first call waits for approval;
+  // a new app process lists it as interrupted, and Resume loads the cache
+  // instead of decoding the history again.
+  console.log(`close mid-investigation, reopen, resume (${secs()} s)`);
+  const openApp = async () => {
+    if (browser) await browser.deleteSession();
+    browser = await remote({
+      hostname: '127.0.0.1',
+      port: DRIVER_PORT,
+      logLevel: 'error',
+      connectionRetryCount: 1,
+      capabilities: { 'wdio:enforceWebDriverClassic': true, 'tauri:options': { application: bin } },
+    });
+    const w = browser;
+    await (await w.$('[data-testid="notice"]')).waitForExist({ timeout: 20000 });
+    return {
+      w,
+      text: async (sel) => ((await (await w.$(sel)).isExisting()) ? (await w.$(sel)).getText() : ''),
+      tab: async (label) => (await (await w.$('nav')).$(`button=${label}`)).click(),
+    };
+  };
+  writeSettings();
+  const first = await openApp();
+  await (await first.w.$('textarea[aria-label="Question"]')).setValue(QUESTION);
+  const kvDir = join(home, 'kv');
+  const cached = () => (existsSync(kvDir) ? readdirSync(kvDir).filter((f) => f.endsWith('.bin')).length : 0);
+  const cachesBefore = cached();
+  await (await first.w.$('button=Investigate')).click();
+  await (await first.w.$('[data-testid="started"]')).waitForExist({ timeout: 60000 });
+  const savedMidRun = await first.w
+    .waitUntil(
+      async () => {
+        const approve = await first.w.$('button=Approve');
+        return (await approve.isExisting()) && (await approve.isEnabled()) && cached() > cachesBefore;
+      },
+      { timeout: 180000, interval: 300 },
+    )
+    .catch(() => false);
+  check(savedMidRun, 'the running investigation saved its KV cache (a resume point) and waits for an approval');
+  const reopened = await openApp();
+  console.log(`  app closed mid-investigation and opened again (${secs()} s)`);
+  const b2 = reopened.w;
+  const text2 = reopened.text;
+  const tab2 = reopened.tab;
+  await tab2('History');
+  await (await b2.$('[data-testid="history-row"]')).waitForExist({ timeout: 10000 });
+  const top = await b2.$('[data-testid="history-row"]');
+  check((await top.getText()).includes('interrupted'), `the closed run is listed as interrupted: ${await top.getText()}`);
+  await (await top.$('button=Resume')).click();
+  const restore = await b2.$('[data-testid="kv-restore"]');
+  await restore.waitForExist({ timeout: 60000 });
+  const restoreText = await restore.getText();
+  const spared = num(restoreText.match(/KV cache loaded: ([0-9,]+) tokens/)?.[1] ?? '0');
+  check(restoreText.includes('KV cache loaded:') && spared > 0, `after a restart the saved cache was loaded: "${restoreText}"`);
+  await b2.saveScreenshot(join(out, '07-restarted-kv-loaded.png')).catch(() => {});
+  const stop2 = await b2.$('button=Stop');
+  const replayed2 = (await b2.$$('[data-testid="kv-row"]')).length;
+  await b2.waitUntil(
+    async () => {
+      const approve = await b2.$('button=Approve');
+      if ((await approve.isExisting()) && (await approve.isEnabled())) await approve.click();
+      return (await b2.$$('[data-testid="kv-row"]')).length > replayed2;
+    },
+    { timeout: 180000, interval: 300 },
+  );
+  const cells2 = await (await b2.$$('[data-testid="kv-row"]'))[replayed2].$$('td');
+  const [prompt2, reused2, decoded2] = [num(await cells2[2].getText()), num(await cells2[3].getText()), num(await cells2[4].getText())];
+  check(reused2 >= spared && decoded2 === prompt2 - reused2 && decoded2 < prompt2, `the next round reused the loaded cache: prompt ${prompt2}, reused ${reused2}, decoded ${decoded2} (only the new tokens)`);
+  if (await stop2.isEnabled()) await stop2.click();
+  await b2.waitUntil(async () => !(await stop2.isEnabled()), { timeout: 120000, interval: 300 });
+
+  // ---------------------------------------------------------- a CLI session resumed in the app, with its own settings
+  console.log(`CLI session resumed in the app (${secs()} s)`);
+  const mfBin = join(dirname(bin), 'mf');
+  const CLI_QUESTION = 'From the command line: call the http tool with url http://127.0.0.1:18931/api/index.json, then answer.';
+  execFileSync(
+    mfBin,
+    // A round cap of 0: stopped before its first round (resumable), whatever the model would say.
+    ['investigate', '--model', model, '--ctx', '2048', '--reserve', '256', '--strategy', 'v1', '--safety-cap', '0', '--approve', 'deny', '--allow-host', `127.0.0.1:${PORT}`, '--system', SYSTEM, '--json', CLI_QUESTION],
+    { env: { ...process.env, MF_HOME: home }, stdio: ['ignore', 'ignore', 'inherit'], timeout: 300000 },
+  );
+  await tab2('Investigation');
+  await tab2('History');
+  await b2.waitUntil(async () => (await text2('[data-testid="history-row"]')).includes('From the command line'), { timeout: 10000, interval: 300 });
+  await (await (await b2.$('[data-testid="history-row"]')).$('button=Resume')).click();
+  await b2.waitUntil(async () => (await text2('[data-testid="started"]')).includes('strategy v1'), { timeout: 60000, interval: 300 });
+  const started = await text2('[data-testid="started"]');
+  check(started.includes('strategy v1') && (started.includes('context 2,048') || started.includes('context 2048')) && started.includes('reserve 256'), `the CLI's session runs with its stored settings, not the app's (v2, C 1024): ${started}`);
+  const stop3 = await b2.$('button=Stop');
+  await b2.waitUntil(async () => !(await stop3.isEnabled()), { timeout: 180000, interval: 300 }).catch(async () => {
+    await stop3.click();
+  });
 } catch (e) {
   failures += 1;
   console.log(`  FAIL ${e?.stack ?? e}`);
