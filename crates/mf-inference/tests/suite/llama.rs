@@ -125,31 +125,41 @@ fn gemma3_partial_trim_keeps_prefix() {
 }
 
 /// Without `swa_full`, Gemma 3's sliding-window cache has evicted early
-/// positions once past the window (512): a trim must fall back to a full clear.
+/// positions once past the window (512): a trim resumes from the nearest
+/// context checkpoint at or before the cut, or, with checkpoints off, falls
+/// back to a full clear. Either way the reply is the fresh decode's.
 #[test]
-fn gemma3_without_swa_full_falls_back_to_full_clear() {
+fn gemma3_without_swa_full_trims_through_a_checkpoint_or_clears() {
     let Some(path) = model_path(GEMMA) else { return };
-    let mut cfg = LlamaConfig::new(path).with_n_ctx(N_CTX);
-    cfg.swa_full = false;
-    let s = LlamaSession::load(cfg).unwrap();
-    let filler: String = (0..90).map(|i| format!("Order {i} was refunded. ")).collect();
-    let mut long = question();
-    long.push(ChatMessage::assistant(filler));
-    long.push(ChatMessage::user("Sum them."));
-    let r1 = generate(&s, &long, 2);
-    assert!(r1.usage.kv.prompt_tokens > 600, "{:?}", r1.usage.kv);
-    let mut short = question();
-    short.push(ChatMessage::assistant("ord-2."));
-    short.push(ChatMessage::user("Sum them."));
-    let r2 = generate(&s, &short, 8);
-    assert!(r2.usage.kv.full_clear, "{:?}", r2.usage.kv);
-    assert_eq!(r2.usage.kv.reused, 0);
-    assert_eq!(r2.usage.kv.decoded, r2.usage.kv.prompt_tokens);
-    let fresh = {
-        s.clear_blocking().unwrap();
-        generate(&s, &short, 8)
-    };
-    assert_eq!(r2.raw_text, fresh.raw_text);
+    for checkpoints in [mf_inference::LlamaConfig::new(&path).checkpoints, 0] {
+        let mut cfg = LlamaConfig::new(&path).with_n_ctx(N_CTX);
+        cfg.swa_full = false;
+        cfg.checkpoints = checkpoints;
+        let s = LlamaSession::load(cfg).unwrap();
+        let filler: String = (0..90).map(|i| format!("Order {i} was refunded. ")).collect();
+        let mut long = question();
+        long.push(ChatMessage::assistant(filler));
+        long.push(ChatMessage::user("Sum them."));
+        let r1 = generate(&s, &long, 2);
+        assert!(r1.usage.kv.prompt_tokens > 600, "{:?}", r1.usage.kv);
+        let mut short = question();
+        short.push(ChatMessage::assistant("ord-2."));
+        short.push(ChatMessage::user("Sum them."));
+        let r2 = generate(&s, &short, 8);
+        let kv = r2.usage.kv;
+        assert_eq!(kv.reused + kv.decoded, kv.prompt_tokens, "{kv:?}");
+        if checkpoints == 0 {
+            assert!(kv.full_clear && kv.reused == 0, "no checkpoint to resume from: {kv:?}");
+        } else {
+            assert_eq!(kv.path, mf_inference::KvPath::Checkpoint, "{kv:?}");
+            assert!(!kv.full_clear && kv.reused > 0, "{kv:?}");
+        }
+        let fresh = {
+            s.clear_blocking().unwrap();
+            generate(&s, &short, 8)
+        };
+        assert_eq!(r2.raw_text, fresh.raw_text, "checkpoints {checkpoints}");
+    }
 }
 
 #[test]
