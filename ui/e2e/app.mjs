@@ -156,6 +156,16 @@ const portOpen = (port) =>
   });
 for (let i = 0; i < 100 && !(await portOpen(DRIVER_PORT)); i++) await new Promise((r) => setTimeout(r, 100));
 
+/** A new app process in a new WebDriver session (the app starts with it). */
+const launchApp = () =>
+  remote({
+    hostname: '127.0.0.1',
+    port: DRIVER_PORT,
+    logLevel: 'error',
+    connectionRetryCount: 1,
+    capabilities: { 'wdio:enforceWebDriverClassic': true, 'tauri:options': { application: bin } },
+  });
+
 let failures = 0;
 function check(cond, what) {
   console.log(`  ${cond ? 'ok  ' : 'FAIL'} ${what}`);
@@ -166,13 +176,7 @@ const t0 = Date.now();
 const secs = () => ((Date.now() - t0) / 1000).toFixed(1);
 let browser;
 try {
-  browser = await remote({
-    hostname: '127.0.0.1',
-    port: DRIVER_PORT,
-    logLevel: 'error',
-    connectionRetryCount: 1,
-    capabilities: { 'wdio:enforceWebDriverClassic': true, 'tauri:options': { application: bin } },
-  });
+  browser = await launchApp();
   const b = browser;
   const shot = async (name) => {
     const path = join(out, `${name}.png`);
@@ -393,13 +397,7 @@ try {
   console.log(`close mid-investigation, reopen, resume (${secs()} s)`);
   const openApp = async () => {
     if (browser) await browser.deleteSession();
-    browser = await remote({
-      hostname: '127.0.0.1',
-      port: DRIVER_PORT,
-      logLevel: 'error',
-      connectionRetryCount: 1,
-      capabilities: { 'wdio:enforceWebDriverClassic': true, 'tauri:options': { application: bin } },
-    });
+    browser = await launchApp();
     const w = browser;
     await (await w.$('[data-testid="notice"]')).waitForExist({ timeout: 20000 });
     return {
