@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use mf_agent::Approver;
+use mf_tools::mcp::McpToolRef;
 use mf_tools::policy::{Approval, ApprovalRequest};
 use tokio::sync::oneshot;
 
@@ -17,12 +18,35 @@ use crate::error::{CmdResult, CommandError};
 /// How long a call waits for the user before it is denied.
 pub const APPROVAL_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// What an answer covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// This call only.
+    Call,
+    /// An approval also lets later calls to the same host run unasked for
+    /// the rest of the session.
+    Host,
+    /// For a tool from an MCP server: the answer (approve or deny) holds for
+    /// every later call of that server's tool, and is kept in the settings.
+    Tool,
+}
+
+/// A call waiting for its answer.
+#[derive(Debug)]
+struct Pending {
+    args_sha256: String,
+    mcp: Option<McpToolRef>,
+    tx: oneshot::Sender<bool>,
+}
+
 /// Pending approvals of one investigation.
 #[derive(Debug)]
 pub struct UiApprover {
-    pending: Mutex<HashMap<String, (String, oneshot::Sender<bool>)>>,
+    pending: Mutex<HashMap<String, Pending>>,
     /// Calls approved with "allow this host for the session".
     host_scoped: Mutex<std::collections::HashSet<String>>,
+    /// Calls answered "always" for their MCP server and tool.
+    tool_scoped: Mutex<std::collections::HashSet<String>>,
     timeout: Duration,
 }
 
@@ -30,7 +54,7 @@ impl UiApprover {
     /// An approver whose questions expire after `timeout`.
     #[must_use]
     pub fn new(timeout: Duration) -> Self {
-        Self { pending: Mutex::new(HashMap::new()), host_scoped: Mutex::new(std::collections::HashSet::new()), timeout }
+        Self { pending: Mutex::new(HashMap::new()), host_scoped: Mutex::default(), tool_scoped: Mutex::default(), timeout }
     }
 
     /// The user's answer to call `call_id`, shown with `args_sha256`.
@@ -40,43 +64,47 @@ impl UiApprover {
     /// answered, timed out, stopped); `arguments_changed` when the hash is
     /// not the one of the waiting call (the call stays pending).
     pub fn answer(&self, call_id: &str, args_sha256: &str, approved: bool) -> CmdResult<()> {
-        self.answer_scoped(call_id, args_sha256, approved, false)
+        self.answer_scoped(call_id, args_sha256, approved, Scope::Call).map(|_| ())
     }
 
-    /// [`UiApprover::answer`]; with `for_host`, an approval also lets later
-    /// calls to the same host run unasked for the rest of the session.
+    /// [`UiApprover::answer`] for `scope`. Returns the MCP server and tool
+    /// the answer is to be remembered for (with [`Scope::Tool`]).
     ///
     /// # Errors
-    /// As [`UiApprover::answer`].
-    pub fn answer_scoped(&self, call_id: &str, args_sha256: &str, approved: bool, for_host: bool) -> CmdResult<()> {
+    /// As [`UiApprover::answer`]; `invalid_argument` for [`Scope::Tool`] on a call
+    /// that is not a tool from an MCP server (the call stays pending).
+    pub fn answer_scoped(&self, call_id: &str, args_sha256: &str, approved: bool, scope: Scope) -> CmdResult<Option<McpToolRef>> {
         let mut p = self.pending.lock().map_err(|_| CommandError::internal("approval table poisoned"))?;
-        match p.get(call_id) {
-            None => Err(CommandError::new("no_pending_approval", format!("No tool call {call_id} is waiting for approval (it was answered, timed out or the investigation stopped)."))),
-            Some((hash, _)) if hash != args_sha256 => Err(CommandError::new(
-                "arguments_changed",
-                format!("The approval was for other arguments than tool call {call_id} has; it was not applied."),
-            )),
-            Some(_) => {
-                if approved
-                    && for_host
-                    && let Ok(mut h) = self.host_scoped.lock()
-                {
-                    h.insert(call_id.to_owned());
-                }
-                if let Some((_, tx)) = p.remove(call_id) {
-                    // The loop may have stopped meanwhile; then nothing waits.
-                    let _ = tx.send(approved);
-                }
-                Ok(())
-            }
+        let Some(waiting) = p.get(call_id) else {
+            return Err(CommandError::new("no_pending_approval", format!("No tool call {call_id} is waiting for approval (it was answered, timed out or the investigation stopped).")));
+        };
+        if waiting.args_sha256 != args_sha256 {
+            return Err(CommandError::new("arguments_changed", format!("The approval was for other arguments than tool call {call_id} has; it was not applied.")));
         }
+        let remembered = match scope {
+            Scope::Tool => Some(waiting.mcp.clone().ok_or_else(|| CommandError::invalid(format!("Tool call {call_id} is not a tool from an MCP server; only those answers are remembered.")))?),
+            Scope::Call | Scope::Host => None,
+        };
+        let set = match scope {
+            Scope::Host if approved => Some(&self.host_scoped),
+            Scope::Tool => Some(&self.tool_scoped),
+            _ => None,
+        };
+        if let Some(Ok(mut ids)) = set.map(Mutex::lock) {
+            ids.insert(call_id.to_owned());
+        }
+        if let Some(w) = p.remove(call_id) {
+            // The loop may have stopped meanwhile; then nothing waits.
+            let _ = w.tx.send(approved);
+        }
+        Ok(remembered)
     }
 
     /// Denies everything pending (the investigation stops).
     pub fn deny_all(&self) {
         if let Ok(mut p) = self.pending.lock() {
-            for (_, (_, tx)) in p.drain() {
-                let _ = tx.send(false);
+            for (_, w) in p.drain() {
+                let _ = w.tx.send(false);
             }
         }
     }
@@ -85,7 +113,7 @@ impl UiApprover {
 impl Approver for UiApprover {
     fn decide<'a>(&'a self, r: &'a ApprovalRequest) -> BoxFuture<'a, Option<Approval>> {
         let (tx, rx) = oneshot::channel();
-        let parked = self.pending.lock().map(|mut p| p.insert(r.call_id.clone(), (r.args_sha256.clone(), tx))).is_ok();
+        let parked = self.pending.lock().map(|mut p| p.insert(r.call_id.clone(), Pending { args_sha256: r.args_sha256.clone(), mcp: r.mcp.clone(), tx })).is_ok();
         Box::pin(async move {
             if !parked {
                 return None;
@@ -105,6 +133,10 @@ impl Approver for UiApprover {
 
     fn remembers_host(&self, call_id: &str) -> bool {
         self.host_scoped.lock().is_ok_and(|mut h| h.remove(call_id))
+    }
+
+    fn remembers_tool(&self, call_id: &str) -> bool {
+        self.tool_scoped.lock().is_ok_and(|mut h| h.remove(call_id))
     }
 }
 
@@ -184,12 +216,36 @@ mod tests {
             tokio::task::yield_now().await;
         }
         // The second is answered first (approved for its host), then the first (denied).
-        a.answer_scoped("call_2", &r2.args_sha256, true, true).unwrap();
+        a.answer_scoped("call_2", &r2.args_sha256, true, Scope::Host).unwrap();
         a.answer("call_1", &r1.args_sha256, false).unwrap();
         let (one, two) = (first.await.unwrap().unwrap(), second.await.unwrap().unwrap());
         assert_eq!((one.call_id.as_str(), one.decision), ("call_1", Decision::Denied));
         assert_eq!((two.call_id.as_str(), two.decision), ("call_2", Decision::Approved));
         assert!(a.remembers_host("call_2"), "the second was approved for its host");
         assert!(!a.remembers_host("call_1") && !a.remembers_host("call_2"), "asked once, then forgotten");
+    }
+
+    #[tokio::test]
+    async fn always_is_only_for_mcp_tools_and_names_their_server_and_tool() {
+        let a = Arc::new(UiApprover::new(Duration::from_secs(30)));
+        let origin = McpToolRef { server: "tickets".into(), tool: "close".into() };
+        let r = ApprovalRequest::for_mcp("call_3", "tickets__close", origin.clone(), &serde_json::json!({"id": 7}));
+        let (a1, q1) = (a.clone(), r.clone());
+        let waiting = tokio::spawn(async move { a1.decide(&q1).await });
+        wait_parked(&a).await;
+        // An http call cannot be answered "always"; the MCP call can, even with a denial.
+        let h = req();
+        let (a2, q2) = (a.clone(), h.clone());
+        let http = tokio::spawn(async move { a2.decide(&q2).await });
+        while a.pending.lock().unwrap().len() < 2 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(a.answer_scoped("call_1", &h.args_sha256, true, Scope::Tool).unwrap_err().code, "invalid_argument");
+        assert_eq!(a.answer_scoped("call_3", &r.args_sha256, false, Scope::Tool).unwrap(), Some(origin));
+        assert_eq!(waiting.await.unwrap().unwrap().decision, Decision::Denied);
+        assert!(a.remembers_tool("call_3") && !a.remembers_tool("call_3"), "asked once, then forgotten");
+        a.answer("call_1", &h.args_sha256, true).unwrap();
+        assert_eq!(http.await.unwrap().unwrap().decision, Decision::Approved);
+        assert!(!a.remembers_tool("call_1"));
     }
 }

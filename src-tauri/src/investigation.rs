@@ -18,7 +18,7 @@ use tauri::ipc::Channel;
 use tokio::sync::oneshot;
 
 use crate::AppState;
-use crate::approver::UiApprover;
+use crate::approver::{Scope, UiApprover};
 use crate::error::{CmdResult, CommandError};
 
 /// One investigation the app started in this process.
@@ -146,19 +146,27 @@ pub fn stop_investigation(state: State<'_, AppState>, id: i64) -> CmdResult<()> 
 
 /// The user's decision on a tool call that asked, bound to the argument hash
 /// shown. `scope: "host"` approves the call's host for the rest of the
-/// session (later calls to it that carry data run unasked).
+/// session (later calls to it that carry data run unasked); `scope: "tool"`
+/// answers a call of a tool from an MCP server for good: the answer holds
+/// for that server's tool for the rest of the session and is kept in the
+/// settings (`mcp_approvals`) for later investigations.
 #[tauri::command]
 pub fn approve_tool_call(state: State<'_, AppState>, id: i64, call_id: String, arguments_hash: String, approved: bool, scope: Option<String>) -> CmdResult<()> {
-    let for_host = match scope.as_deref() {
-        None | Some("call") => false,
-        Some("host") => true,
-        Some(other) => return Err(CommandError::invalid(format!("Unknown approval scope {other:?} (call or host)."))),
+    let scope = match scope.as_deref() {
+        None | Some("call") => Scope::Call,
+        Some("host") => Scope::Host,
+        Some("tool") => Scope::Tool,
+        Some(other) => return Err(CommandError::invalid(format!("Unknown approval scope {other:?} (call, host or tool)."))),
     };
     let approver = {
         let runs = state.runs.lock().map_err(|_| CommandError::internal("run table poisoned"))?;
         runs.get(&id).map(|r| r.approver.clone()).ok_or_else(|| CommandError::new("not_found", format!("Investigation {id} is not running in this window.")))?
     };
-    approver.answer_scoped(&call_id, &arguments_hash, approved, for_host)
+    if let Some(origin) = approver.answer_scoped(&call_id, &arguments_hash, approved, scope)? {
+        let mode = if approved { mf_tools::policy::Mode::Auto } else { mf_tools::policy::Mode::Deny };
+        state.update_settings(|s| s.mcp_approvals.set(&origin.server, &origin.tool, mode))?;
+    }
+    Ok(())
 }
 
 /// Stored investigations, newest first.

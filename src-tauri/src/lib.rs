@@ -135,6 +135,20 @@ impl AppState {
         self.settings.lock().map(|s| s.clone()).map_err(|_| CommandError::internal("settings poisoned"))
     }
 
+    /// Changes the settings with `change` and saves them (validated).
+    ///
+    /// # Errors
+    /// Validation or the settings file cannot be written; then nothing changed.
+    pub fn update_settings(&self, change: impl FnOnce(&mut Settings)) -> CmdResult<Settings> {
+        let mut s = self.settings.lock().map_err(|_| CommandError::internal("settings poisoned"))?;
+        let mut next = s.clone();
+        change(&mut next);
+        next.validate()?;
+        next.save(&self.paths.settings)?;
+        *s = next.clone();
+        Ok(next)
+    }
+
     /// A reading connection to the session store.
     ///
     /// # Errors
@@ -170,7 +184,7 @@ impl AppState {
 
 /// Settings commands (the logic is in [`settings`]).
 mod settings_cmd {
-    use super::{AppState, CmdResult, CommandError, Settings, State};
+    use super::{AppState, CmdResult, Settings, State};
 
     /// The saved settings.
     #[tauri::command]
@@ -181,11 +195,7 @@ mod settings_cmd {
     /// Validates and saves `settings`; returns them as saved.
     #[tauri::command]
     pub fn save_settings(state: State<'_, AppState>, settings: Settings) -> CmdResult<Settings> {
-        settings.validate()?;
-        settings.save(&state.paths.settings)?;
-        let mut s = state.settings.lock().map_err(|_| CommandError::internal("settings poisoned"))?;
-        *s = settings.clone();
-        Ok(settings)
+        state.update_settings(|s| *s = settings)
     }
 }
 

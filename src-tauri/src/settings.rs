@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use mf_agent::{AgentSettings, EngineSpec, RunSpec, ToolsSpec};
 use mf_forgetting::StrategyKind;
 use mf_tools::ToolSettings;
+use mf_tools::mcp::McpApprovals;
 use mf_tools::policy::{ApprovalPolicy, Mode};
 use serde::{Deserialize, Serialize};
 
@@ -113,6 +114,12 @@ pub struct Settings {
     /// their calls ask by default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp_servers: Option<serde_json::Value>,
+    /// Answers the user gave "always" to, per MCP server and tool
+    /// (`{"SERVER": {"TOOL": "auto" | "deny"}}`): such calls run, or are
+    /// refused, without asking. Written by the approval prompt; remove an
+    /// entry to be asked again.
+    #[serde(default, skip_serializing_if = "McpApprovals::is_empty")]
+    pub mcp_approvals: McpApprovals,
     /// Advanced (settings file only): the system prompt; `None` is mf-agent's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_prompt: Option<String>,
@@ -152,6 +159,7 @@ impl Settings {
             workspace_roots: Vec::new(),
             allowed_hosts: Vec::new(),
             mcp_servers: None,
+            mcp_approvals: McpApprovals::default(),
             system_prompt: None,
             max_result_chars: None,
         }
@@ -322,7 +330,7 @@ impl Settings {
                 code: code && !self.code_denied(),
                 policy: self.policy(),
                 mcp: self.mcp_servers.clone(),
-                mcp_approvals: mf_tools::mcp::McpApprovals::default(),
+                mcp_approvals: self.mcp_approvals.clone(),
             },
         }
     }

@@ -271,6 +271,30 @@ describe('approvals that show what leaves', () => {
     await startWith(investigationEvents().map((e) => (e.type === 'tool_call' || e.type === 'approval_requested' ? { ...e, name: 'read_file' } : e)));
     expect(screen.getByRole('button', { name: 'Approve' })).toBeTruthy();
     expect(screen.queryByRole('button', { name: 'Allow this host for the session' })).toBeNull();
+    expect(screen.queryByRole('button', { name: 'Always allow this tool' })).toBeNull();
+  });
+
+  it('answers a tool from an MCP server for good with scope "tool", approve or deny', async () => {
+    const mcp: AgentEvent[] = [
+      { type: 'round', round: 1 },
+      { type: 'tool_call', call_id: 'call_7', name: 'tickets__close', arguments: { id: 7 } },
+      {
+        type: 'approval_requested',
+        call_id: 'call_7',
+        name: 'tickets__close',
+        arguments: '{"id":7}',
+        args_sha256: 'f00d',
+        summary: 'MCP server tickets · tool close · {"id":7}',
+        mcp: { server: 'tickets', tool: 'close' },
+      } as AgentEvent,
+    ];
+    const { api } = await startWith(mcp);
+    expect(screen.getByTestId('approval-summary').textContent).toBe('MCP server tickets · tool close · {"id":7}');
+    expect(screen.queryByRole('button', { name: 'Allow this host for the session' })).toBeNull();
+    await fireEvent.click(screen.getByRole('button', { name: 'Always allow this tool' }));
+    expect(api.approve).toHaveBeenLastCalledWith(7, 'call_7', 'f00d', true, 'tool');
+    await fireEvent.click(screen.getByRole('button', { name: 'Always deny this tool' }));
+    expect(api.approve).toHaveBeenLastCalledWith(7, 'call_7', 'f00d', false, 'tool');
   });
 });
 

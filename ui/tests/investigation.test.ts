@@ -35,7 +35,7 @@ describe('applyEvent', () => {
     expect(pendingApprovals(s)).toEqual([]);
     applyEvent(s, { type: 'tool_result', call_id: 'call_1', name: 'http_get', ok: true, error: null, content: '{"eu":412}', truncated: 'cut at 4000 characters' });
     const c = findCall(s, 'call_1');
-    expect(c?.approval).toEqual({ arguments: '{"url":"http://127.0.0.1:8080/errors"}', args_sha256: 'ab12', summary: null, host: null, decided: { approved: true, by: 'user' } });
+    expect(c?.approval).toEqual({ arguments: '{"url":"http://127.0.0.1:8080/errors"}', args_sha256: 'ab12', summary: null, host: null, mcp: null, decided: { approved: true, by: 'user' } });
     expect(c?.result).toEqual({ ok: true, error: null, content: '{"eu":412}', truncated: 'cut at 4000 characters' });
   });
 

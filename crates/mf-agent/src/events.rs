@@ -280,6 +280,16 @@ pub enum SummaryBy {
     Fallback,
 }
 
+/// The MCP server and tool behind a model-facing tool name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct McpOrigin {
+    /// The server's configured name.
+    pub server: String,
+    /// The tool's name on that server.
+    pub tool: String,
+}
+
 /// One thing that happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -347,6 +357,11 @@ pub enum AgentEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         #[cfg_attr(test, ts(optional))]
         host: Option<String>,
+        /// For a tool from an MCP server: the server and its tool, for which
+        /// the user may answer "always" (remembered per server and tool).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(optional))]
+        mcp: Option<McpOrigin>,
     },
     /// The decision.
     ApprovalDecided {
@@ -640,6 +655,7 @@ mod tests {
             ExitReason::decl(&cfg),
             PlanRow::decl(&cfg),
             SummaryBy::decl(&cfg),
+            McpOrigin::decl(&cfg),
             crate::session::KvMiss::decl(&cfg),
             AgentEvent::decl(&cfg),
         ] {

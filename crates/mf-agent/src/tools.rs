@@ -156,6 +156,18 @@ pub trait ToolRunner: Send + Sync {
         Err(ToolFailure::new(FailureKind::Tool("unsupported".into()), format!("these tools cannot approve the host {host} for the session")))
     }
 
+    /// Remembers the user's "always" answer for the MCP tool behind `name`
+    /// (its server and tool) for the rest of the session: `approve` runs its
+    /// later calls unasked, otherwise they are refused unasked. Runners
+    /// without MCP tools refuse.
+    ///
+    /// # Errors
+    /// A failure saying why the answer was not remembered (not an MCP tool).
+    fn remember_tool(&self, name: &str, approve: bool) -> Result<(), ToolFailure> {
+        let _ = approve;
+        Err(ToolFailure::new(FailureKind::Tool("unsupported".into()), format!("these tools cannot remember an answer for {name}")))
+    }
+
     /// Runs one call; `approval` is required for calls that asked.
     fn run<'a>(
         &'a self,
@@ -180,6 +192,15 @@ impl ToolRunner for ToolRegistry {
 
     fn approve_host(&self, host: &str) -> Result<(), ToolFailure> {
         ToolRegistry::approve_host(self, host).map(|_| ()).map_err(ToolFailure::from)
+    }
+
+    fn remember_tool(&self, name: &str, approve: bool) -> Result<(), ToolFailure> {
+        let origin = self
+            .mcp_tool(name)
+            .ok_or_else(|| ToolFailure::new(FailureKind::Tool("unsupported".into()), format!("{name} is not a tool from an MCP server; only those answers are remembered")))?;
+        let mode = if approve { mf_tools::policy::Mode::Auto } else { mf_tools::policy::Mode::Deny };
+        self.remember_mcp(&origin.server, &origin.tool, mode);
+        Ok(())
     }
 
     fn run<'a>(
@@ -212,6 +233,13 @@ pub trait Approver: Send + Sync {
     /// Whether the approval just given for `call_id` was for its host for
     /// the rest of the session (asked after an approving [`Approver::decide`]).
     fn remembers_host(&self, _call_id: &str) -> bool {
+        false
+    }
+
+    /// Whether the answer just given for `call_id` (approve or deny) is to be
+    /// remembered for its MCP server and tool (asked after [`Approver::decide`],
+    /// only for calls whose request names an MCP origin).
+    fn remembers_tool(&self, _call_id: &str) -> bool {
         false
     }
 }

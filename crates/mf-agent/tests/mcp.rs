@@ -68,16 +68,16 @@ fn filesystem_server() -> String {
 }
 
 async fn investigate(root: &std::path::Path, approve: bool) -> (VecSink, Arc<Scripted>) {
+    let args = json!({"path": root.join("report.txt"), "content": "disk web-07 is 97% full"});
+    investigate_with(root, Arc::new(FixedApprover(approve)), vec![(String::new(), Some(("files__write_file".to_owned(), args)))]).await
+}
+
+async fn investigate_with(root: &std::path::Path, approver: Arc<dyn Approver>, replies: Vec<Reply>) -> (VecSink, Arc<Scripted>) {
     let config = McpConfig::from_value(&json!({"mcpServers": {"files": {"command": filesystem_server(), "args": [root]}}})).unwrap();
     let registry = ToolRegistry::new(ToolSettings { mcp: McpSettings { config, ..McpSettings::default() }, ..ToolSettings::default() }).await.unwrap();
     registry.connect_mcp().await;
     let registry = Arc::new(registry);
-    let args = json!({"path": root.join("report.txt"), "content": "disk web-07 is 97% full"});
-    let backend = Arc::new(Scripted {
-        replies: Mutex::new(VecDeque::from([(String::new(), Some(("files__write_file".to_owned(), args)))])),
-        requests: Mutex::new(Vec::new()),
-    });
-    let approver: Arc<dyn Approver> = Arc::new(FixedApprover(approve));
+    let backend = Arc::new(Scripted { replies: Mutex::new(VecDeque::from(replies)), requests: Mutex::new(Vec::new()) });
     let settings = AgentSettings { reserve: 256, system_prompt: "You investigate.".into(), ..AgentSettings::default() };
     let mut agent = Agent::new(backend.clone(), registry, approver, settings).unwrap();
     let mut sink = VecSink::default();
@@ -116,4 +116,48 @@ async fn the_loop_calls_an_mcp_tool_after_approval_and_never_when_denied() {
     let result = sink.events.iter().find_map(|e| if let AgentEvent::ToolResult { ok, error, .. } = e { Some((*ok, error.clone())) } else { None }).unwrap();
     assert_eq!(result, (false, Some("approval_denied".into())));
     assert!(!root.join("report.txt").exists(), "a denied call reached the server");
+}
+
+/// Answers every asked call with `approve` and "always" (for its MCP server and tool).
+struct Always {
+    approve: bool,
+    asked: Mutex<u32>,
+}
+
+impl Approver for Always {
+    fn decide<'a>(&'a self, r: &'a mf_tools::policy::ApprovalRequest) -> BoxFuture<'a, Option<mf_tools::policy::Approval>> {
+        *self.asked.lock().unwrap() += 1;
+        let d = if self.approve { r.approve() } else { r.deny() };
+        Box::pin(async move { Some(d) })
+    }
+    fn remembers_tool(&self, _call_id: &str) -> bool {
+        true
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_always_answer_holds_for_the_servers_tool_for_the_rest_of_the_session() {
+    let root = tempfile::tempdir().unwrap();
+    let root = root.path().canonicalize().unwrap();
+    let write = |name: &str| (String::new(), Some(("files__write_file".to_owned(), json!({"path": root.join(name), "content": name}))));
+    let decisions = |sink: &VecSink| -> Vec<(bool, String)> {
+        sink.events.iter().filter_map(|e| if let AgentEvent::ApprovalDecided { approved, by, .. } = e { Some((*approved, by.clone())) } else { None }).collect()
+    };
+
+    // "Always allow": asked once, the second write runs unasked.
+    let always = Arc::new(Always { approve: true, asked: Mutex::new(0) });
+    let (sink, _) = investigate_with(&root, always.clone(), vec![write("one.txt"), write("two.txt")]).await;
+    assert_eq!(*always.asked.lock().unwrap(), 1, "asked once");
+    let asked = sink.events.iter().find_map(|e| if let AgentEvent::ApprovalRequested { mcp, summary, .. } = e { Some((mcp.clone(), summary.clone())) } else { None }).unwrap();
+    assert_eq!(asked.0, Some(mf_agent::McpOrigin { server: "files".into(), tool: "write_file".into() }), "the request names server and tool");
+    assert!(asked.1.starts_with("MCP server files · tool write_file"), "{}", asked.1);
+    assert_eq!(decisions(&sink), vec![(true, "user, always for write_file on files".into()), (true, "policy".into())]);
+    assert!(root.join("one.txt").exists() && root.join("two.txt").exists());
+
+    // "Always deny": the first is refused, the second is refused unasked; neither reaches the server.
+    let never = Arc::new(Always { approve: false, asked: Mutex::new(0) });
+    let (sink, _) = investigate_with(&root, never.clone(), vec![write("three.txt"), write("four.txt")]).await;
+    assert_eq!(*never.asked.lock().unwrap(), 1, "asked once");
+    assert_eq!(decisions(&sink), vec![(false, "user, always for write_file on files".into()), (false, "policy".into())]);
+    assert!(!root.join("three.txt").exists() && !root.join("four.txt").exists(), "a refused call reached the server");
 }

@@ -176,3 +176,62 @@ fn investigate_stores_everything_and_sessions_list_show_resume_through_the_binar
     assert_eq!(list[0]["status"], "finished");
     eprintln!("first run exit: {reason}; total {:.1} s", t0.elapsed().as_secs_f64());
 }
+
+/// Where set-up installed the MCP test servers.
+fn mcp_server(name: &str) -> PathBuf {
+    let dir = match std::env::var_os("MF_MCP_SERVERS") {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/measured-forgetting/mcp"),
+    };
+    let p = dir.join("node_modules/.bin").join(name);
+    assert!(p.exists(), "the MCP test server `{name}` is missing at {}: run scripts/setup.sh", p.display());
+    p
+}
+
+/// The real SmolLM2, with the tool grammar, picks a tool of a real MCP server
+/// (`@modelcontextprotocol/server-everything`) from the tools offered,
+/// the call is asked for with its server and tool named, runs on the server,
+/// and its reply is in the model's next round and the stored session.
+#[test]
+fn a_small_model_calls_an_mcp_servers_tool_end_to_end() {
+    let Some(model) = model() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("mcp.json");
+    std::fs::write(&config, serde_json::json!({"mcpServers": {"everything": {"command": mcp_server("mcp-server-everything"), "args": ["stdio"]}}}).to_string()).unwrap();
+    let out = mf(
+        &[
+            "investigate",
+            "--model",
+            model.to_str().unwrap(),
+            "--tool-grammar",
+            "--mcp-config",
+            config.to_str().unwrap(),
+            "--approve",
+            "auto",
+            "--ctx",
+            "2048",
+            "--safety-cap",
+            "3",
+            "--json",
+            "Call the everything__echo tool with message 'hello from the investigation', then tell me what it echoed.",
+        ],
+        home.path(),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let ev = events(&out);
+    let started = of_type(&ev, "started")[0];
+    assert!(started["tools"].as_array().unwrap().iter().any(|t| t == "everything__echo"), "the server's tools are offered: {started}");
+    let call = of_type(&ev, "tool_call").into_iter().find(|c| c["name"].as_str().unwrap().starts_with("everything__")).expect("the model called a tool of the MCP server");
+    let asked = of_type(&ev, "approval_requested").into_iter().find(|a| a["call_id"] == call["call_id"]).expect("an MCP call asks");
+    assert_eq!(asked["mcp"]["server"], "everything", "{asked}");
+    assert!(asked["summary"].as_str().unwrap().starts_with("MCP server everything · tool "), "{asked}");
+    let result = of_type(&ev, "tool_result").into_iter().find(|r| r["call_id"] == call["call_id"]).expect("the call ran");
+    assert_eq!(result["ok"], true, "{result}");
+    if call["name"] == "everything__echo" {
+        assert!(result["content"].as_str().unwrap().starts_with("Echo: "), "{result}");
+    }
+    // The server's reply reached the model: a later generation's prompt grew by it, and the session stored it.
+    assert!(of_type(&ev, "kv").len() >= 2, "the model ran again after the call");
+    let show = mf(&["sessions", "show", "1", "--json"], home.path());
+    assert!(String::from_utf8_lossy(&show.stdout).contains(result["content"].as_str().unwrap()), "the stored session holds the MCP reply");
+}

@@ -97,6 +97,11 @@ pub struct ApprovalRequest {
     /// For `http`: the host the request goes to (`api.example.com`, or
     /// `127.0.0.1:8080` with a non-default port).
     pub host: Option<String>,
+    /// For a tool from an MCP server: the server and its tool, under which
+    /// the user's "always" answer is remembered
+    /// ([`crate::ToolRegistry::remember_mcp`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp: Option<crate::mcp::McpToolRef>,
     /// Canonical JSON of the arguments (keys sorted, no spaces): the full
     /// arguments, what the approval is bound to.
     pub arguments: String,
@@ -117,9 +122,19 @@ impl ApprovalRequest {
             tool: tool.into(),
             summary,
             host,
+            mcp: None,
             args_sha256: args_hash(tool, &arguments),
             arguments,
         }
+    }
+
+    /// The request for a call of `origin.tool` on MCP server `origin.server`
+    /// (model-facing name `tool`): the summary names the server and its tool.
+    pub fn for_mcp(call_id: &str, tool: &str, origin: crate::mcp::McpToolRef, args: &serde_json::Value) -> Self {
+        let mut r = Self::new(call_id, tool, args);
+        r.summary = format!("MCP server {} · tool {} · {}", origin.server, origin.tool, preview(&r.arguments));
+        r.mcp = Some(origin);
+        r
     }
 
     /// The user's approval of exactly this call.

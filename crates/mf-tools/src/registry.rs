@@ -320,7 +320,10 @@ impl ToolRegistry {
         match self.mode(&p) {
             Mode::Auto => Ok(Requirement::Auto),
             Mode::Deny => Err(ToolError::DeniedByPolicy(name.into())),
-            Mode::Ask => Ok(Requirement::Ask(ApprovalRequest::new(call_id, name, &value))),
+            Mode::Ask => Ok(Requirement::Ask(match p {
+                Parsed::Mcp(origin, _) => ApprovalRequest::for_mcp(call_id, name, origin, &value),
+                _ => ApprovalRequest::new(call_id, name, &value),
+            })),
         }
     }
 

@@ -98,6 +98,8 @@ export interface Settings {
   allowed_hosts: string[];
   /** MCP servers whose tools investigations offer, in the `mcpServers` shape (absent: none). */
   mcp_servers?: unknown;
+  /** Answers given "always" per MCP server and tool (`auto` runs unasked, `deny` refuses unasked); absent: none. */
+  mcp_approvals?: Record<string, Record<string, 'auto' | 'deny'>>;
   /** Advanced, settings file only: the system prompt (absent: mf-agent's). Kept as given on save. */
   system_prompt?: string;
   /** Advanced, settings file only: tool results are cut to this many characters. */
@@ -163,8 +165,13 @@ export interface DemoWorld {
   tools: number;
 }
 
-/** Widens an approval beyond this one call: `host`, every call to the same host for the rest of the session. */
-export type ApprovalScope = 'host';
+/**
+ * Widens an answer beyond this one call: `host`, every call to the same host
+ * for the rest of the session (approvals only); `tool`, every call of this
+ * MCP server's tool, now and in later investigations (kept in the settings'
+ * `mcp_approvals`; approve or deny).
+ */
+export type ApprovalScope = 'host' | 'tool';
 
 // ---------------------------------------------------------------- benchmark
 //

@@ -21,6 +21,8 @@ export interface ToolCallView {
     summary: string | null;
     /** For `http`: the host the backend lets the user approve for the session. */
     host: string | null;
+    /** For a tool from an MCP server: its server and tool, whose answer the user may give for good. */
+    mcp: { server: string; tool: string } | null;
     decided: { approved: boolean; by: string } | null;
   } | null;
   result: { ok: boolean; error: string | null; content: string; truncated: string | null } | null;
@@ -171,14 +173,14 @@ export function applyEvent(s: InvestigationState, e: AgentEvent): void {
     case 'approval_requested': {
       const c = findCall(s, e.call_id);
       // Events stored before `summary` existed have none (an empty line means none too).
-      if (c) c.approval = { arguments: e.arguments, args_sha256: e.args_sha256, summary: e.summary || null, host: e.host ?? null, decided: null };
+      if (c) c.approval = { arguments: e.arguments, args_sha256: e.args_sha256, summary: e.summary || null, host: e.host ?? null, mcp: e.mcp ?? null, decided: null };
       break;
     }
     case 'approval_decided': {
       const c = findCall(s, e.call_id);
       if (c) {
         // A policy decision arrives without a request: record it all the same.
-        if (!c.approval) c.approval = { arguments: '', args_sha256: '', summary: null, host: null, decided: null };
+        if (!c.approval) c.approval = { arguments: '', args_sha256: '', summary: null, host: null, mcp: null, decided: null };
         c.approval.decided = { approved: e.approved, by: e.by };
       }
       break;

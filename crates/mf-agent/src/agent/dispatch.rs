@@ -151,6 +151,20 @@ impl Agent {
     }
 
     /// Validates, approves and runs one call; every refusal is a structured error.
+    /// After the user answered an MCP call: when the answer was "always",
+    /// remembers it for the call's server and tool for the rest of the
+    /// session. Returns who decided, for the decision event.
+    fn remember_tool_answer(&self, req: &mf_tools::policy::ApprovalRequest, approve: bool, sink: &mut dyn EventSink) -> String {
+        let Some(origin) = req.mcp.as_ref().filter(|_| self.approver.remembers_tool(&req.call_id)) else { return "user".into() };
+        match self.tools.remember_tool(&req.tool, approve) {
+            Ok(()) => format!("user, always for {} on {}", origin.tool, origin.server),
+            Err(f) => {
+                sink.emit(&AgentEvent::Error { message: format!("the answer could not be remembered: {}", f.message) });
+                "user".into()
+            }
+        }
+    }
+
     async fn run_call(&self, call: &mf_inference::ToolCall, sink: &mut dyn EventSink) -> Result<ToolReply, ToolFailure> {
         if !self.specs.iter().any(|t| t.name == call.name) {
             let names: Vec<&str> = self.specs.iter().map(|t| t.name.as_str()).collect();
@@ -183,6 +197,7 @@ impl Agent {
                     args_sha256: req.args_sha256.clone(),
                     summary: req.summary.clone(),
                     host: req.host.clone(),
+                    mcp: req.mcp.as_ref().map(|o| crate::events::McpOrigin { server: o.server.clone(), tool: o.tool.clone() }),
                 });
                 match self.approver.decide(&req).await {
                     None => {
@@ -194,8 +209,14 @@ impl Agent {
                         return Err(ToolFailure::new(FailureKind::ApprovalMismatch, "the approval was for another call; not run"));
                     }
                     Some(a) if a.decision == mf_tools::policy::Decision::Denied => {
-                        sink.emit(&decided(false, "user"));
+                        let by = self.remember_tool_answer(&req, false, sink);
+                        sink.emit(&decided(false, &by));
                         return Err(ToolFailure::new(FailureKind::ApprovalDenied, "the user denied this call"));
+                    }
+                    Some(a) if req.mcp.is_some() => {
+                        let by = self.remember_tool_answer(&req, true, sink);
+                        sink.emit(&decided(true, &by));
+                        Some(a)
                     }
                     Some(a) => {
                         // "Allow this host for the session": later calls to it run unasked.

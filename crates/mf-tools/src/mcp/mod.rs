@@ -83,6 +83,12 @@ impl McpApprovals {
         self.0.get(server).and_then(|t| t.get(tool)).copied()
     }
 
+    /// Nothing remembered.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// Remembers `mode` for `tool` on `server` (`ask` forgets the answer).
     pub fn set(&mut self, server: &str, tool: &str, mode: Mode) {
         if mode == Mode::Ask {

@@ -98,6 +98,9 @@ async fn calls_route_to_the_server_ask_by_default_and_results_are_cut_to_the_lim
     let args = r#"{"a": 2, "b": 40}"#;
     let Requirement::Ask(req) = reg.requirement("c1", "everything__get-sum", args).unwrap() else { panic!("an MCP tool asks by default") };
     assert_eq!(req.tool, "everything__get-sum", "the request names server and tool");
+    let origin = req.mcp.clone().expect("an MCP call's request carries its server and tool");
+    assert_eq!((origin.server.as_str(), origin.tool.as_str()), ("everything", "get-sum"));
+    assert!(req.summary.starts_with("MCP server everything · tool get-sum · {\"a\":2"), "{}", req.summary);
     assert_eq!(req.arguments, r#"{"a":2,"b":40}"#);
     assert!(matches!(reg.run("c1", "everything__get-sum", args, None).await, Err(ToolError::ApprovalRequired { .. })));
     let text = mcp_text(reg.run("c1", "everything__get-sum", args, Some(&req.approve())).await.unwrap());

@@ -169,6 +169,16 @@ reason: string, };
 
 export type SummaryBy = "none" | "model" | "fallback";
 
+export type McpOrigin = { 
+/**
+ * The server's configured name.
+ */
+server: string, 
+/**
+ * The tool's name on that server.
+ */
+tool: string, };
+
 export type KvMiss = "engine_keeps_no_cache" | "not_saved" | "file_missing" | "model_changed" | "context_changed" | "diverges" | "skipped" | "load_failed";
 
 export type AgentEvent = { "type": "started", 
@@ -252,7 +262,12 @@ summary: string,
 /**
  * For `http`: the host, which the user may approve for the rest of the session.
  */
-host?: string, } | { "type": "approval_decided", 
+host?: string, 
+/**
+ * For a tool from an MCP server: the server and its tool, for which
+ * the user may answer "always" (remembered per server and tool).
+ */
+mcp?: McpOrigin, } | { "type": "approval_decided", 
 /**
  * The call id.
  */
