@@ -1,0 +1,176 @@
+//! The one model adapter: token counting, the summary pass and v2.1's
+//! withholding test over an [`mf_inference::Backend`], used by the loop's
+//! live compaction ([`crate::compact::CompactionJob`]) and by the
+//! benchmark's compaction conditions (mf-bench), so that a benchmark table
+//! describes the very requests the app sends.
+//!
+//! mf-forgetting is pure and synchronous; its [`mf_forgetting::TokenCounter`],
+//! [`mf_forgetting::Summarizer`] and [`mf_forgetting::ProbeEvaluator`] are implemented here over the async
+//! backend, each call waiting on a tokio [`Handle`]. Call [`compact`] off the
+//! runtime's worker threads: the loop runs it on a blocking thread
+//! ([`tokio::task::spawn_blocking`]), the benchmark on its own thread with a
+//! runtime of its own.
+//!
+//! - Tokens ([`ModelCounter`]): each message rendered alone with the model's
+//!   template (the system message with the tool descriptions), cached by
+//!   content. This over-counts a little (a generation prompt per message),
+//!   which errs on the safe side of the budget.
+//! - Summary pass (v1, v2, v2.1): preferably an append to the live prompt
+//!   (the whole history as it sits in the KV cache, then the summary request
+//!   as a user turn) so only the request is decoded; when that plus the
+//!   summary tokens would not fit the window, an append to the cached pinned
+//!   zone (system prompt with tools, question) with the request's log cut
+//!   until it fits ([`SummaryPass::PinnedPrefix`]): the pinned prefix is
+//!   never decoded again, and the next round trims the cache back to it. A
+//!   standalone pass (system + request, nothing reused) remains as the arm
+//!   to measure against. Never over the window: the prompt is measured with
+//!   the model's tokenizer first. A failed or garbage summary becomes
+//!   mf-forgetting's 500-character fallback.
+//! - v2.1's withholding test by the model ([`ModelProbe`]): the model answers
+//!   the question from the full context; the numbers and identifiers in that
+//!   answer are the reference. `Perf(ctx)` is the fraction of them the model's
+//!   answer keeps from `ctx`. When that cannot run (no checkable terms, no
+//!   room) the plan falls back to v2.1's Φ ranking and says so in
+//!   [`CompactionRun::notes`].
+//!
+//! One module each: `chat` (messages between the two vocabularies),
+//! `counter`, `summary`, `probe`, `modes` (the settings' enums); this one
+//! holds the calls they share ([`ModelCalls`]) and [`compact`], which
+//! plans and applies with them.
+
+mod chat;
+mod counter;
+mod modes;
+mod probe;
+mod summary;
+
+use std::time::{Duration, Instant};
+
+use mf_forgetting::{Budget, Compaction, CompactionPlan, ForgettingError, Message, PlanConfig, Ranking, StrategyKind};
+use mf_inference::{Backend, CancelToken, ChatMessage, GenerateRequest, Generation, Sampling, StopReason, ToolSpec};
+use tokio::runtime::Handle;
+
+pub use chat::{chat_history, from_chat, to_chat};
+pub use counter::ModelCounter;
+pub use modes::{DeltaSource, SummaryPass, UnknownName};
+pub use probe::{ModelProbe, PROBE_MAX_TOKENS, checkable_terms};
+pub use summary::{ModelSummarizer, SummaryPrompt, summary_sampling};
+
+use crate::events::Purpose;
+
+/// Called after every generation the adapter makes, with its purpose and
+/// wall time: the loop turns it into a `kv` event, the benchmark into its
+/// call figures.
+pub type CallHook<'a> = &'a (dyn Fn(Purpose, &Generation, Duration) + 'a);
+
+/// The model as the adapter's blocking calls see it.
+#[derive(Clone, Copy)]
+pub struct ModelCalls<'a> {
+    /// The runtime the backend's futures are driven on.
+    pub handle: &'a Handle,
+    /// The model.
+    pub backend: &'a dyn Backend,
+    /// Cancels generations: once set, no call starts and a cut-off reply is an error.
+    pub cancel: &'a CancelToken,
+    /// Told of every generation.
+    pub on_call: CallHook<'a>,
+}
+
+impl std::fmt::Debug for ModelCalls<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelCalls").finish_non_exhaustive()
+    }
+}
+
+impl ModelCalls<'_> {
+    /// Runs one generation (no tools parsed when `tools` is empty).
+    fn generate(&self, messages: Vec<ChatMessage>, tools: Vec<ToolSpec>, sampling: Sampling, purpose: Purpose) -> Result<Generation, String> {
+        if self.cancel.is_cancelled() {
+            return Err("cancelled".into());
+        }
+        let t = Instant::now();
+        let req = GenerateRequest { messages, tools, sampling };
+        let g = self.handle.block_on(self.backend.generate(req, None, self.cancel.clone())).map_err(|e| e.to_string())?;
+        (self.on_call)(purpose, &g, t.elapsed());
+        if g.stop_reason == StopReason::Cancelled {
+            return Err("cancelled".into());
+        }
+        Ok(g)
+    }
+
+    fn count(&self, msgs: &[ChatMessage], tools: &[ToolSpec]) -> Result<u32, String> {
+        self.handle.block_on(self.backend.count_tokens(msgs, tools)).map_err(|e| e.to_string())
+    }
+}
+
+/// What one compaction is asked to do, beside the history.
+#[derive(Debug, Clone)]
+pub struct CompactionSpec {
+    /// The strategy.
+    pub strategy: StrategyKind,
+    /// The budget.
+    pub budget: Budget,
+    /// Plan settings.
+    pub config: PlanConfig,
+    /// v2.1's ranking.
+    pub delta: DeltaSource,
+    /// Where the summary pass runs when the live history does not fit.
+    pub summary_pass: SummaryPass,
+    /// Tools offered (the live prompt of the summary pass carries them).
+    pub tools: Vec<ToolSpec>,
+    /// Tokens of each withholding-test answer ([`PROBE_MAX_TOKENS`]).
+    pub probe_max_tokens: u32,
+}
+
+/// What one compaction produced.
+#[derive(Debug)]
+pub struct CompactionRun {
+    /// The plan (absent when planning itself failed).
+    pub plan: Option<CompactionPlan>,
+    /// The new history and report, or why the budget could not be restored.
+    pub result: Result<Compaction, ForgettingError>,
+    /// Which prompt the summary pass used (none without a pass).
+    pub summary_pass: Option<SummaryPrompt>,
+    /// Notes for the event stream (fallbacks of the ranking).
+    pub notes: Vec<String>,
+    /// Withholding-test calls made by the model.
+    pub probe_calls: usize,
+}
+
+/// Plans and applies one compaction of `history` with the model: the one
+/// code path of the loop and of the benchmark. `on_plan` sees the plan
+/// between the two steps (the loop emits `compaction_started` there).
+/// Blocking: call it off the runtime's worker threads.
+pub fn compact(model: ModelCalls<'_>, counter: &ModelCounter, history: &[Message], spec: &CompactionSpec, on_plan: &mut dyn FnMut(&CompactionPlan)) -> CompactionRun {
+    let counter = counter.blocking(model.handle);
+    let mut notes = Vec::new();
+    let mut probe_calls = 0;
+    let question = mf_forgetting::message::question_index(history).and_then(|i| history.get(i)).map(|m| m.content.clone()).unwrap_or_default();
+    let mut config = spec.config.clone();
+    let planned = if spec.strategy == StrategyKind::V21 && spec.delta == DeltaSource::Model && config.ranking == Ranking::Withholding {
+        let mut probe = ModelProbe::new(model, question, spec.probe_max_tokens);
+        let first = mf_forgetting::plan(spec.strategy, history, &spec.budget, &counter, &config, Some(&mut probe));
+        probe_calls = probe.calls;
+        match first {
+            Ok(p) => Ok(p),
+            Err(e) => {
+                notes.push(format!("v2.1 Δ by the model failed ({e}); ranked by Φ instead"));
+                config.ranking = Ranking::Phi;
+                mf_forgetting::plan(spec.strategy, history, &spec.budget, &counter, &config, None)
+            }
+        }
+    } else {
+        if spec.strategy == StrategyKind::V21 {
+            config.ranking = Ranking::Phi;
+        }
+        mf_forgetting::plan(spec.strategy, history, &spec.budget, &counter, &config, None)
+    };
+    let plan = match planned {
+        Ok(p) => p,
+        Err(e) => return CompactionRun { plan: None, result: Err(e), summary_pass: None, notes, probe_calls },
+    };
+    on_plan(&plan);
+    let mut summarizer = ModelSummarizer::new(model, history, &spec.tools, spec.summary_pass);
+    let result = mf_forgetting::apply(&plan, history, &mut summarizer, &counter);
+    CompactionRun { plan: Some(plan), result, summary_pass: summarizer.used, notes, probe_calls }
+}

@@ -1,0 +1,110 @@
+//! v2.1's withholding test asked of the model: Perf(ctx) is the share of
+//! the checkable terms of its full-context answer that its answer keeps.
+
+use mf_forgetting::{ForgettingError, Message, ProbeEvaluator};
+use mf_inference::{ChatMessage, Sampling};
+
+use super::{ModelCalls, chat_history};
+use crate::events::Purpose;
+
+/// Tokens of each answer of the withholding test.
+pub const PROBE_MAX_TOKENS: u32 = 64;
+
+/// The instruction before the question in each withholding-test call.
+const PROBE_PROMPT: &str = include_str!("prompts/withholding_probe.txt");
+
+/// v2.1's withholding test asked of the model (see the module docs).
+pub struct ModelProbe<'a> {
+    model: ModelCalls<'a>,
+    question: String,
+    reference: Option<Vec<String>>,
+    max_tokens: u32,
+    /// Probe calls made.
+    pub calls: usize,
+}
+
+impl std::fmt::Debug for ModelProbe<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelProbe").field("question", &self.question).field("calls", &self.calls).finish_non_exhaustive()
+    }
+}
+
+impl<'a> ModelProbe<'a> {
+    /// A test that asks `question`, each answer at most `max_tokens` long.
+    pub fn new(model: ModelCalls<'a>, question: String, max_tokens: u32) -> Self {
+        ModelProbe { model, question, reference: None, max_tokens, calls: 0 }
+    }
+}
+
+/// The checkable terms of an answer: tokens with a digit, and capitalised or
+/// identifier-like words (`_`, `-`, `.` inside), lower-cased, deduplicated.
+#[must_use]
+pub fn checkable_terms(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for raw in text.split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | ':' | '(' | ')' | '"' | '\'' | '`')) {
+        let w = raw.trim_matches(|c: char| !c.is_alphanumeric());
+        if w.chars().count() < 2 {
+            continue;
+        }
+        let has_digit = w.chars().any(|c| c.is_ascii_digit());
+        let ident = w.contains(['_', '-', '.']) && w.chars().count() >= 4;
+        let capital = w.chars().next().is_some_and(char::is_uppercase) && w.chars().count() >= 3;
+        const STOP: [&str; 14] = ["the", "this", "that", "there", "these", "based", "answer", "yes", "it", "an", "in", "on", "according", "from"];
+        if (has_digit || ident || capital) && !STOP.contains(&w.to_lowercase().as_str()) {
+            let l = w.to_lowercase();
+            if !out.contains(&l) {
+                out.push(l);
+            }
+        }
+    }
+    out
+}
+
+impl ProbeEvaluator for ModelProbe<'_> {
+    fn perf(&mut self, context: &[Message]) -> Result<f64, ForgettingError> {
+        let mut msgs = chat_history(context);
+        msgs.push(ChatMessage::user(format!("{PROBE_PROMPT}{}", self.question)));
+        let n = self.model.count(&msgs, &[]).map_err(ForgettingError::Evaluator)?;
+        if n + self.max_tokens > self.model.backend.context_size() {
+            return Err(ForgettingError::Evaluator("the probe does not fit the context window".into()));
+        }
+        self.calls += 1;
+        let g = self.model.generate(msgs, Vec::new(), Sampling::greedy(self.max_tokens), Purpose::Probe).map_err(ForgettingError::Evaluator)?;
+        let answer = g.content.to_lowercase();
+        let reference = match &self.reference {
+            Some(r) => r.clone(),
+            None => {
+                let r = checkable_terms(&g.content);
+                if r.is_empty() {
+                    return Err(ForgettingError::Evaluator("the model's answer on the full context has no checkable terms".into()));
+                }
+                self.reference = Some(r.clone());
+                r
+            }
+        };
+        let kept = reference.iter().filter(|t| answer.contains(t.as_str())).count();
+        Ok(kept as f64 / reference.len() as f64)
+    }
+
+    fn describe(&self) -> String {
+        "the model itself: Perf = share of the numbers/identifiers of its full-context answer that its answer keeps".into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn checkable_terms_keep_numbers_and_identifiers() {
+        let t = checkable_terms("The owner is Alice; disk sda-3 at 97% on host web-01.prod, since 2024-03-01. it is full");
+        assert_eq!(t, vec!["alice", "sda-3", "97", "web-01.prod", "2024-03-01"]);
+        assert!(checkable_terms("nothing here at all").is_empty());
+    }
+
+    #[test]
+    fn the_probe_prompt_is_the_file_without_a_trailing_newline() {
+        assert!(PROBE_PROMPT.ends_with(": "), "{PROBE_PROMPT:?}");
+    }
+}
