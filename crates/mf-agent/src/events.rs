@@ -6,279 +6,26 @@
 //! generated from these definitions by the test `typescript_types_are_current`
 //! (run `MF_UPDATE_TS=1 cargo test -p mf-agent typescript` after a change; CI
 //! fails while the checked-in file is stale).
+//!
+//! This file holds the event enum itself and the TypeScript test; the types
+//! the events carry live by family in `events/`: `gauge` (the context and
+//! its forecast), `generation` (KV figures and purpose of one generation),
+//! `exit`, `compaction` (plan rows, who summarised, the two compaction
+//! events built from a plan and a report), `sink` (where events go).
 
-use mf_forgetting::{CompactionPlan, CompactionReport, Message};
-use mf_inference::KvStats;
+mod compaction;
+mod exit;
+mod gauge;
+mod generation;
+mod sink;
+
 use serde::{Deserialize, Serialize};
 
-/// Tokens per zone against the budget, measured with the model's tokenizer.
-///
-/// `pinned`, `compressible` and `recent` are per-message counts (each message
-/// rendered alone with the model's template, the system message with the
-/// tool descriptions), the same counts the compaction plan uses; they
-/// slightly over-count the real prompt. `prompt_tokens` is the exact count of
-/// the whole rendered prompt, which the trigger compares with `threshold`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub struct Gauge {
-    /// Tokens of the pinned zone (system prompt through the question).
-    pub pinned: u32,
-    /// Tokens of the compressible zone.
-    pub compressible: u32,
-    /// Tokens of the recent zone.
-    pub recent: u32,
-    /// `C − G − prompt_tokens` (0 when over).
-    pub free: u32,
-    /// The compaction threshold `⌊ratio · (C − G)⌋`.
-    pub threshold: u32,
-    /// Exact tokens of the whole rendered prompt (tools included).
-    pub prompt_tokens: u32,
-    /// Context size `C`.
-    pub context: u32,
-    /// Generation reserve `G`.
-    pub reserve: u32,
-    /// Messages in the history.
-    pub messages: u32,
-}
-
-/// When the next compaction is expected, from the recent prompt growth.
-///
-/// The loop compacts at the start of a round whose prompt is over the
-/// threshold. With the prompt growing by `mean_tokens_per_round` a round,
-/// it crosses the threshold after `⌊tokens_left / mean⌋ + 1` more rounds.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub struct Forecast {
-    /// `threshold − prompt_tokens` (0 when at or over it).
-    pub tokens_left: u32,
-    /// Mean prompt growth per round over the last `window` rounds (no
-    /// compaction inside a measured step).
-    pub mean_tokens_per_round: f64,
-    /// Rounds until the compaction is expected to fire (1: at the next round's start).
-    pub rounds_until_compaction: u32,
-    /// Rounds the mean is taken over.
-    pub window: u32,
-}
-
-impl Forecast {
-    /// The forecast from the growth of the last rounds; `None` when nothing
-    /// was measured yet or the prompt is not growing.
-    #[must_use]
-    pub fn from_growth(gauge: &Gauge, growth: &[u32]) -> Option<Forecast> {
-        if growth.is_empty() {
-            return None;
-        }
-        let mean = f64::from(growth.iter().sum::<u32>()) / growth.len() as f64;
-        if mean <= 0.0 {
-            return None;
-        }
-        let left = gauge.threshold.saturating_sub(gauge.prompt_tokens);
-        let rounds = (f64::from(left) / mean).floor() as u32 + 1;
-        Some(Forecast { tokens_left: left, mean_tokens_per_round: mean, rounds_until_compaction: rounds, window: u32::try_from(growth.len()).unwrap_or(u32::MAX) })
-    }
-}
-
-/// KV figures of one generation (mirror of `mf_inference::KvStats`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub struct KvFigures {
-    /// Tokens of the prompt.
-    pub prompt_tokens: u32,
-    /// Prompt tokens found in the cache (not decoded again).
-    pub reused: u32,
-    /// Prompt tokens decoded.
-    pub decoded: u32,
-    /// Cached tokens removed because the prompt diverged.
-    pub trimmed: u32,
-    /// The whole cache had to be cleared.
-    pub full_clear: bool,
-    /// Prefill time, milliseconds.
-    #[cfg_attr(test, ts(type = "number"))]
-    pub prefill_ms: u64,
-    /// Generation time, milliseconds.
-    #[cfg_attr(test, ts(type = "number"))]
-    pub decode_ms: u64,
-}
-
-impl From<KvStats> for KvFigures {
-    fn from(k: KvStats) -> Self {
-        KvFigures {
-            prompt_tokens: k.prompt_tokens,
-            reused: k.reused,
-            decoded: k.decoded,
-            trimmed: k.trimmed,
-            full_clear: k.full_clear,
-            prefill_ms: k.prefill_ms,
-            decode_ms: k.decode_ms,
-        }
-    }
-}
-
-/// What a generation was for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub enum Purpose {
-    /// A round of the investigation.
-    Round,
-    /// The summary pass of a compaction.
-    Summary,
-    /// A withholding-test probe of v2.1 (Δ by the model).
-    Probe,
-    /// The closing answer after a dynamic exit.
-    Answer,
-}
-
-/// Why the loop stopped (METHOD.md §2: dynamic exits, no round cap).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub enum ExitReason {
-    /// The model answered without calling a tool.
-    FinalAnswer,
-    /// The model repeated a tool call (same name, same canonical arguments).
-    RepeatedToolCall {
-        /// The tool.
-        name: String,
-        /// Its canonical arguments.
-        arguments: String,
-    },
-    /// N tool calls in a row failed (errors, malformed calls, unknown tools, denials).
-    ConsecutiveErrors {
-        /// How many.
-        count: u32,
-    },
-    /// The history does not fit even after compaction.
-    ContextExhausted {
-        /// Prompt tokens at the end.
-        tokens: u32,
-        /// The threshold.
-        threshold: u32,
-        /// Messages left.
-        messages: u32,
-    },
-    /// A compaction freed less than the configured fraction.
-    CompactionIneffective {
-        /// Fraction of tokens freed.
-        freed_fraction: f64,
-    },
-    /// Compactions followed each other without a new tool result (the compaction-loop guard).
-    CompactionLoop {
-        /// Compactions since the last tool result.
-        compactions: u32,
-    },
-    /// The optional safety cap on rounds was reached (off by default).
-    SafetyCap {
-        /// Rounds run.
-        rounds: u32,
-    },
-    /// The caller cancelled.
-    Cancelled,
-}
-
-impl ExitReason {
-    /// A one-line description for people.
-    #[must_use]
-    pub fn describe(&self) -> String {
-        match self {
-            ExitReason::FinalAnswer => "final answer".into(),
-            ExitReason::RepeatedToolCall { name, arguments } => format!("repeated tool call {name} {arguments}"),
-            ExitReason::ConsecutiveErrors { count } => format!("{count} consecutive tool errors"),
-            ExitReason::ContextExhausted { tokens, threshold, messages } => {
-                format!("context exhausted ({tokens} tokens over threshold {threshold} with {messages} messages)")
-            }
-            ExitReason::CompactionIneffective { freed_fraction } => {
-                format!("compaction freed only {:.1} %", freed_fraction * 100.0)
-            }
-            ExitReason::CompactionLoop { compactions } => format!("{compactions} compactions without a new tool result"),
-            ExitReason::SafetyCap { rounds } => format!("safety cap of {rounds} rounds"),
-            ExitReason::Cancelled => "cancelled".into(),
-        }
-    }
-}
-
-impl From<mf_forgetting::ExitReason> for ExitReason {
-    fn from(r: mf_forgetting::ExitReason) -> Self {
-        use mf_forgetting::ExitReason as F;
-        let n = |x: usize| u32::try_from(x).unwrap_or(u32::MAX);
-        match r {
-            F::RepeatedToolCall { name, arguments } => ExitReason::RepeatedToolCall { name, arguments },
-            F::ConsecutiveErrors { count } => ExitReason::ConsecutiveErrors { count: n(count) },
-            F::ContextExhausted { tokens, threshold, messages } => {
-                ExitReason::ContextExhausted { tokens: n(tokens), threshold: n(threshold), messages: n(messages) }
-            }
-            F::CompactionIneffective { freed_fraction } => ExitReason::CompactionIneffective { freed_fraction },
-            F::CompactionLoop { compactions } => ExitReason::CompactionLoop { compactions: n(compactions) },
-        }
-    }
-}
-
-/// One message of a compaction plan, for the timeline (the full plan is in
-/// [`AgentEvent::CompactionStarted::plan`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub struct PlanRow {
-    /// Message id.
-    pub id: String,
-    /// `system`, `user`, `tool_call`, `tool_result`, `tool_error`, `summary`, ...
-    pub kind: String,
-    /// `pinned`, `compressible` or `recent`.
-    pub zone: String,
-    /// `keep`, `verbatim`, `light`, `heavy`, `summarise`, `mask`, `drop`.
-    pub tier: String,
-    /// Tokens of the message.
-    pub tokens: u32,
-    /// v2 influence `I(m)`.
-    pub influence: Option<f64>,
-    /// v2.1 withholding Δ.
-    pub delta: Option<f64>,
-    /// Chain (call → result → interpretation) it belongs to.
-    pub chain: Option<String>,
-    /// Why this tier.
-    pub reason: String,
-}
-
-fn label<T: Serialize>(v: &T) -> String {
-    match serde_json::to_value(v) {
-        Ok(serde_json::Value::String(s)) => s,
-        Ok(other) => other.to_string(),
-        Err(_) => String::new(),
-    }
-}
-
-impl PlanRow {
-    /// The rows of a plan.
-    #[must_use]
-    pub fn of(plan: &CompactionPlan) -> Vec<PlanRow> {
-        plan.messages
-            .iter()
-            .map(|m| PlanRow {
-                id: m.id.0.clone(),
-                kind: label(&m.kind),
-                zone: label(&m.zone),
-                tier: label(&m.tier),
-                tokens: u32::try_from(m.tokens).unwrap_or(u32::MAX),
-                influence: m.influence,
-                delta: m.delta,
-                chain: m.chain.clone(),
-                reason: m.reason.to_string(),
-            })
-            .collect()
-    }
-}
-
-/// How the summary of a compaction was made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub enum SummaryBy {
-    /// No summary (none, baseline, masking, or nothing to summarise).
-    None,
-    /// The model's summary pass.
-    Model,
-    /// The 500-character fallback after the summary pass failed.
-    Fallback,
-}
+pub use compaction::{PlanRow, SummaryBy};
+pub use exit::ExitReason;
+pub use gauge::{Forecast, Gauge};
+pub use generation::{KvFigures, Purpose};
+pub use sink::{EventSink, VecSink};
 
 /// The MCP server and tool behind a model-facing tool name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -545,101 +292,13 @@ pub enum AgentEvent {
     },
 }
 
-impl AgentEvent {
-    /// The compaction-started event of a plan.
-    #[must_use]
-    pub fn compaction_started(round: u32, tokens_before: u32, plan: &CompactionPlan) -> Self {
-        AgentEvent::CompactionStarted {
-            round,
-            strategy: plan.strategy.as_str().into(),
-            tokens_before,
-            messages_before: u32::try_from(plan.messages.len()).unwrap_or(u32::MAX),
-            class: plan.class.as_ref().map(|c| label(&c.class)),
-            rows: PlanRow::of(plan),
-            plan: serde_json::to_value(plan).unwrap_or(serde_json::Value::Null),
-        }
-    }
-
-    /// The compaction-finished event of a report.
-    #[must_use]
-    pub fn compaction_finished(
-        round: u32,
-        tokens_before: u32,
-        tokens_after: u32,
-        report: &CompactionReport,
-        summary_pass: Option<&str>,
-        duration_ms: u64,
-    ) -> Self {
-        let appended = summary_pass.is_some_and(|p| p != "standalone");
-        let ids = |v: &[mf_forgetting::MessageId]| v.iter().map(|i| i.0.clone()).collect::<Vec<_>>();
-        let summary_by = if report.fallback.is_some() {
-            SummaryBy::Fallback
-        } else if report.summary.is_some() {
-            SummaryBy::Model
-        } else {
-            SummaryBy::None
-        };
-        AgentEvent::CompactionFinished {
-            round,
-            tokens_before,
-            tokens_after,
-            messages_before: u32::try_from(report.messages_before).unwrap_or(u32::MAX),
-            messages_after: u32::try_from(report.messages_after).unwrap_or(u32::MAX),
-            summary_by,
-            fallback_reason: report.fallback.clone(),
-            summary: report.summary.clone(),
-            appended_to_live_cache: appended && summary_by != SummaryBy::None,
-            summary_pass: summary_pass.filter(|_| summary_by != SummaryBy::None).map(str::to_owned),
-            duration_ms: Some(duration_ms),
-            verbatim: ids(&report.verbatim),
-            summarised: ids(&report.summarised),
-            masked: ids(&report.masked),
-            dropped: ids(&report.dropped),
-            notes: report.notes.clone(),
-            report: serde_json::to_value(report).unwrap_or(serde_json::Value::Null),
-        }
-    }
-}
-
-/// Where events go: the CLI printer, the UI channel, the store.
-pub trait EventSink {
-    /// Receives one event.
-    fn emit(&mut self, event: &AgentEvent);
-
-    /// The history after a change (the store keeps it; others ignore it).
-    fn history(&mut self, _messages: &[Message]) {}
-}
-
-impl<F: FnMut(&AgentEvent)> EventSink for F {
-    fn emit(&mut self, event: &AgentEvent) {
-        self(event)
-    }
-}
-
-/// Collects events in memory (tests, the benchmark).
-#[derive(Debug, Default, Clone)]
-pub struct VecSink {
-    /// The events, in order.
-    pub events: Vec<AgentEvent>,
-    /// The last history seen.
-    pub last_history: Vec<Message>,
-}
-
-impl EventSink for VecSink {
-    fn emit(&mut self, event: &AgentEvent) {
-        self.events.push(event.clone());
-    }
-    fn history(&mut self, messages: &[Message]) {
-        self.last_history = messages.to_vec();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use ts_rs::TS;
 
-    /// The TypeScript the UI imports, generated from the types above.
+    /// The TypeScript the UI imports, generated from the types of this
+    /// module and its submodules.
     fn typescript() -> String {
         let cfg = ts_rs::Config::new().with_large_int("number");
         let mut out = String::from(
@@ -701,18 +360,5 @@ mod tests {
         // Events stored before `forecast` existed still read back.
         let old = serde_json::json!({"type": "gauge", "gauge": {"pinned": 1, "compressible": 2, "recent": 3, "free": 4, "threshold": 5, "prompt_tokens": 6, "context": 7, "reserve": 8, "messages": 9}});
         assert!(matches!(serde_json::from_value::<AgentEvent>(old).unwrap(), AgentEvent::Gauge { forecast: None, .. }));
-    }
-
-    #[test]
-    fn the_forecast_counts_rounds_until_the_prompt_crosses_the_threshold() {
-        let g = |prompt| Gauge { pinned: 0, compressible: 0, recent: 0, free: 0, threshold: 600, prompt_tokens: prompt, context: 1024, reserve: 256, messages: 4 };
-        assert_eq!(Forecast::from_growth(&g(400), &[]), None, "nothing measured yet");
-        assert_eq!(Forecast::from_growth(&g(400), &[0, 0]), None, "not growing");
-        let f = Forecast::from_growth(&g(400), &[90, 110]).unwrap();
-        assert_eq!((f.tokens_left, f.mean_tokens_per_round, f.window), (200, 100.0, 2));
-        // 400 → 500 → 600 (not over) → 700: the third round's start compacts.
-        assert_eq!(f.rounds_until_compaction, 3);
-        assert_eq!(Forecast::from_growth(&g(599), &[100]).unwrap().rounds_until_compaction, 1);
-        assert_eq!(Forecast::from_growth(&g(650), &[100]).unwrap().tokens_left, 0);
     }
 }
