@@ -1,0 +1,74 @@
+//! The session core: a session stores its spec and its cache, and resumes
+//! with both in another process.
+
+use std::sync::Arc;
+
+use mf_agent::{AgentEvent, ExitReason, NoAnswer, VecSink};
+use mf_forgetting::StrategyKind;
+
+use crate::harness::*;
+use crate::scripted::*;
+
+// ---------- the session core ----------
+
+/// A session started through `Sessions` stores its spec, saves its KV cache
+/// and, resumed by a fresh `Sessions` (another process, another face), runs
+/// with the stored spec and loads the cache; a changed model file or context
+/// is said and the history decoded again.
+#[tokio::test]
+async fn sessions_store_the_spec_save_the_cache_and_resume_with_both() {
+    use mf_agent::{EngineSpec, KvMiss, Resume, RunSpec, SessionStatus, Sessions};
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("tiny.gguf");
+    std::fs::write(&model, b"GGUF test model").unwrap();
+    let mut spec = RunSpec::default();
+    spec.engine = EngineSpec::Llama { model: model.clone(), threads: Some(1), gpu: false, tool_grammar: false };
+    spec.context = 4096;
+    spec.agent = settings(StrategyKind::V1);
+    spec.agent.safety_cap = Some(9);
+
+    let started = Sessions::new(dir.path());
+    started.use_backend(&spec.engine, spec.context, Scripted::with_kv(4096, lookups(2))).await;
+    let launch = started.start_with_tools(spec.clone(), "What is the value of k1?", Arc::new(NoAnswer), None, Some(world())).await.unwrap();
+    let id = launch.id;
+    let mut sink = VecSink::default();
+    let (_agent, out) = launch.run(&mut sink).await;
+    assert_eq!(out.unwrap().reason, ExitReason::FinalAnswer);
+    assert!(started.kv_file(id).is_file(), "the cache was saved");
+    assert_eq!(started.spec(id).unwrap(), spec, "the spec is stored whole");
+    assert_eq!(started.list().unwrap()[0].status, SessionStatus::Finished);
+
+    // Another process resumes it with a follow-up: its own spec, the cache loaded.
+    let resume = |skip_kv: bool| {
+        let dir = dir.path().to_path_buf();
+        let engine = spec.engine.clone();
+        async move {
+            let later = Sessions::new(&dir);
+            later.use_backend(&engine, 4096, Scripted::with_kv(4096, vec![Reply::Text("The value of k2 is 1002.")])).await;
+            let how = Resume { follow_up: Some("And the value of k2?".into()), skip_kv, ..Resume::default() };
+            let launch = later.resume_with_tools(id, how, Arc::new(NoAnswer), None, Some(world())).await.unwrap();
+            assert_eq!(launch.spec.agent.safety_cap, Some(9), "the stored spec, not a default");
+            let mut sink = VecSink::default();
+            let (_agent, out) = launch.run(&mut sink).await;
+            assert_eq!(out.unwrap().reason, ExitReason::FinalAnswer);
+            sink
+        }
+    };
+    let loaded = resume(false).await;
+    let (used, matched, _, note) = kv_restore(&loaded);
+    assert!(used && matched > 0, "{note:?}");
+    let first = first_round_kv(&loaded);
+    assert_eq!(first.reused, matched, "the next round reuses what was loaded");
+    assert_eq!(first.decoded, first.prompt_tokens - matched, "and decodes only the new tokens");
+
+    // Skipped by the user: said so, decoded again.
+    let skipped = resume(true).await;
+    assert!(skipped.events.iter().any(|e| matches!(e, AgentEvent::KvRestore { used: false, miss: Some(KvMiss::Skipped), .. })));
+
+    // The model file changed since the cache was saved: not loaded, and why.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    std::fs::write(&model, b"GGUF another test model").unwrap();
+    let changed = resume(false).await;
+    assert!(changed.events.iter().any(|e| matches!(e, AgentEvent::KvRestore { used: false, miss: Some(KvMiss::ModelChanged), .. })), "{:?}", kv_restore(&changed));
+    assert_eq!(first_round_kv(&changed).reused, 0);
+}

@@ -1,0 +1,144 @@
+//! The store: every event and the history, and nothing lost to a kill -9.
+
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use mf_agent::{Agent, AgentEvent, ExitReason, NoAnswer, Store, StoreSink, ToolFailure, ToolReply, ToolRunner, VecSink};
+use mf_forgetting::StrategyKind;
+use mf_inference::ToolSpec;
+use mf_tools::Requirement;
+use mf_tools::policy::Approval;
+use serde_json::json;
+
+use crate::harness::*;
+use crate::scripted::*;
+
+#[tokio::test]
+async fn every_event_and_the_history_are_in_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("s.db")).unwrap();
+    let id = store.create("What is the value of k1?", &json!({})).unwrap();
+    let mut mirror = VecSink::default();
+    let mut agent = Agent::new(Scripted::new(1024, lookups(8)), world(), Arc::new(NoAnswer), settings(StrategyKind::V2)).unwrap();
+    let out = {
+        let mut sink = StoreSink { store: &store, id, next: &mut mirror, error: None };
+        let out = agent.run("What is the value of k1?", &mut sink).await.unwrap();
+        assert!(sink.error.is_none());
+        out
+    };
+    assert!(out.compactions >= 1);
+    drop(store);
+    let store = Store::open(&dir.path().join("s.db")).unwrap();
+    let want: Vec<String> = mirror.events.iter().map(|e| serde_json::to_string(e).unwrap()).collect();
+    assert_eq!(store.events_json(id).unwrap(), want);
+    assert_eq!(store.events(id).unwrap().len(), want.len());
+    assert_eq!(store.history(id).unwrap(), out.history);
+    let row = store.get(id).unwrap();
+    assert_eq!(row.status, mf_agent::SessionStatus::Finished);
+    assert_eq!(row.exit_reason.as_deref(), Some("final answer"));
+}
+
+/// `lookup` answers at once; `slow` hangs (the call the crash interrupts).
+struct SlowWorld {
+    runs: Mutex<Vec<String>>,
+}
+
+impl ToolRunner for SlowWorld {
+    fn specs(&self) -> Vec<ToolSpec> {
+        ["lookup", "slow"].iter().map(|n| ToolSpec { name: (*n).into(), description: format!("{n} tool"), parameters: json!({"type": "object"}) }).collect()
+    }
+    fn requirement(&self, _call_id: &str, _name: &str, _args_json: &str) -> Result<Requirement, ToolFailure> {
+        Ok(Requirement::Auto)
+    }
+    fn run<'a>(&'a self, _call_id: &'a str, name: &'a str, _args_json: &'a str, _approval: Option<&'a Approval>) -> BoxFuture<'a, Result<ToolReply, ToolFailure>> {
+        Box::pin(async move {
+            self.runs.lock().unwrap().push(name.to_string());
+            if name == "slow" {
+                tokio::time::sleep(std::time::Duration::from_secs(120)).await;
+            }
+            Ok(ToolReply { content: format!("{name}: key k1 is value 1001"), truncated: None })
+        })
+    }
+}
+
+const CRASH_DB: &str = "MF_AGENT_CRASH_CHILD_DB";
+
+/// The child test's name as this binary lists it (`store::crash_child_process`).
+fn crash_child_name() -> String {
+    let module = module_path!().split_once("::").map_or("", |(_, m)| m);
+    format!("{module}::crash_child_process")
+}
+
+/// The child side of `kill_9_mid_investigation_loses_nothing` (a no-op in a normal run).
+#[tokio::test]
+async fn crash_child_process() {
+    let Ok(db) = std::env::var(CRASH_DB) else { return };
+    let store = Store::open(std::path::Path::new(&db)).unwrap();
+    let id = store.create("What is the value of k1?", &json!({})).unwrap();
+    let script = vec![Reply::Call("lookup", json!({"key": "k1"})), Reply::Call("slow", json!({"key": "k1"})), Reply::Text("never")];
+    let tools = Arc::new(SlowWorld { runs: Mutex::new(Vec::new()) });
+    let mut agent = Agent::new(Scripted::new(4096, script), tools, Arc::new(NoAnswer), settings(StrategyKind::V2)).unwrap();
+    let mut next = VecSink::default();
+    let mut sink = StoreSink { store: &store, id, next: &mut next, error: None };
+    let _ = agent.run("What is the value of k1?", &mut sink).await;
+    unreachable!("the parent kills this process during the slow call");
+}
+
+#[tokio::test]
+async fn kill_9_mid_investigation_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("crash.db");
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([crash_child_name().as_str(), "--exact", "--nocapture", "--test-threads=1"])
+        .env(CRASH_DB, &db)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the child is inside the slow call.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let seen = loop {
+        assert!(std::time::Instant::now() < deadline, "the child never reached the slow call");
+        if db.exists()
+            && let Ok(store) = Store::open(&db)
+            && let Ok(events) = store.events(1)
+            && events.iter().any(|e| matches!(e, AgentEvent::ToolCall { name, .. } if name == "slow"))
+        {
+            break events;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+
+    let store = Store::open(&db).unwrap();
+    let before = store.events(1).unwrap();
+    assert!(before.len() >= seen.len(), "events were lost: {} < {}", before.len(), seen.len());
+    assert_eq!(&before[..seen.len()], &seen[..]);
+    assert!(!before.iter().any(|e| matches!(e, AgentEvent::ToolResult { name, .. } if name == "slow")), "the slow call cannot have a result");
+    assert!(before.iter().any(|e| matches!(e, AgentEvent::ToolResult { name, ok: true, .. } if name == "lookup")));
+    let history = store.history(1).unwrap();
+    assert_eq!(history.last().unwrap().tool_calls[0].name, "slow", "the call is in the stored history");
+    assert_eq!(store.get(1).unwrap().status, mf_agent::SessionStatus::Running);
+
+    // Restart: listed as interrupted, the open call marked interrupted, nothing re-run.
+    assert_eq!(store.recover().unwrap(), vec![1]);
+    assert_eq!(store.get(1).unwrap().status, mf_agent::SessionStatus::Interrupted);
+    let after = store.events(1).unwrap();
+    assert_eq!(after.len(), before.len() + 1);
+    assert!(matches!(after.last(), Some(AgentEvent::ToolInterrupted { name, .. }) if name == "slow"));
+
+    let tools = Arc::new(SlowWorld { runs: Mutex::new(Vec::new()) });
+    let backend = Scripted::new(4096, vec![Reply::Text("The value of k1 is 1001.")]);
+    let mut agent = Agent::new(backend.clone(), tools.clone(), Arc::new(NoAnswer), settings(StrategyKind::V2)).unwrap();
+    let mut next = VecSink::default();
+    let out = {
+        let mut sink = StoreSink { store: &store, id: 1, next: &mut next, error: None };
+        agent.resume(history, &mut sink).await.unwrap()
+    };
+    assert_eq!(out.reason, ExitReason::FinalAnswer);
+    assert!(tools.runs.lock().unwrap().is_empty(), "the interrupted call was re-run");
+    let prompt = &backend.round_requests()[0].messages;
+    assert!(prompt.last().unwrap().content.starts_with("ERROR interrupted"), "{:?}", prompt.last());
+    assert_eq!(store.get(1).unwrap().status, mf_agent::SessionStatus::Finished);
+}
