@@ -15,55 +15,53 @@ use serde::{Deserialize, Serialize};
 use crate::error::{BenchError, Result};
 use crate::model::{Model, to_chat};
 
-/// A benchmark condition.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum Condition {
-    /// Uncompressed (the `none` strategy): the ceiling.
-    #[serde(rename = "full")]
-    Full,
-    /// Keep the first message and the recent zone.
-    #[serde(rename = "baseline")]
-    Baseline,
-    /// Old tool outputs replaced by a placeholder.
-    #[serde(rename = "masking")]
-    Masking,
-    /// Measured forgetting v1.
-    #[serde(rename = "v1")]
-    V1,
-    /// Dimension-aware v2.
-    #[serde(rename = "v2")]
-    V2,
-    /// v2.1: withholding-test ranking with the model as evaluator.
-    #[serde(rename = "v2.1")]
-    V21,
-}
+/// A benchmark condition: one of mf-forgetting's strategies, under the name
+/// the results give it (`none` is `full`, the uncompressed ceiling). Built
+/// from [`StrategyKind`], so a strategy added there is a condition here,
+/// in the same table order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Condition(StrategyKind);
 
 impl Condition {
-    /// All, in table order.
-    pub const ALL: [Condition; 6] = [Condition::Full, Condition::Baseline, Condition::Masking, Condition::V1, Condition::V2, Condition::V21];
+    /// Uncompressed (the `none` strategy): the ceiling.
+    #[allow(non_upper_case_globals)] // read where it is compared as the variant it was
+    pub const Full: Condition = Condition(StrategyKind::None);
+
+    /// v2.1, which the runner orders right after `full` (its withholding
+    /// tests reuse the context `full`'s probes left in the cache).
+    pub const V21: Condition = Condition(StrategyKind::V21);
+
+    /// All, in table order: mf-forgetting's strategies in theirs.
+    pub const ALL: [Condition; StrategyKind::ALL.len()] = {
+        let mut all = [Condition::Full; StrategyKind::ALL.len()];
+        let mut i = 0;
+        while i < all.len() {
+            all[i] = Condition(StrategyKind::ALL[i]);
+            i += 1;
+        }
+        all
+    };
+
+    /// The condition that compacts with `strategy`.
+    #[must_use]
+    pub const fn of(strategy: StrategyKind) -> Condition {
+        Condition(strategy)
+    }
 
     /// The name on the command line and in results.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Condition::Full => "full",
-            Condition::Baseline => "baseline",
-            Condition::Masking => "masking",
-            Condition::V1 => "v1",
-            Condition::V2 => "v2",
-            Condition::V21 => "v2.1",
-        }
+        if self == Condition::Full { "full" } else { self.0.as_str() }
     }
 
     /// The strategy behind it.
     pub fn strategy(self) -> StrategyKind {
-        match self {
-            Condition::Full => StrategyKind::None,
-            Condition::Baseline => StrategyKind::Baseline,
-            Condition::Masking => StrategyKind::Masking,
-            Condition::V1 => StrategyKind::V1,
-            Condition::V2 => StrategyKind::V2,
-            Condition::V21 => StrategyKind::V21,
-        }
+        self.0
+    }
+
+    /// Every name, comma-separated (for messages).
+    #[must_use]
+    pub fn names() -> String {
+        Condition::ALL.map(Condition::as_str).join(", ")
     }
 
     /// Parses a comma-separated list (`all` for every condition).
@@ -76,7 +74,7 @@ impl Condition {
         }
         let mut out = Vec::new();
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let c = Condition::ALL.into_iter().find(|c| c.as_str() == part).ok_or_else(|| BenchError::UnknownCondition(part.to_owned()))?;
+            let c = part.parse()?;
             if !out.contains(&c) {
                 out.push(c);
             }
@@ -88,9 +86,29 @@ impl Condition {
     }
 }
 
+impl std::str::FromStr for Condition {
+    type Err = BenchError;
+
+    fn from_str(s: &str) -> Result<Condition> {
+        Condition::ALL.into_iter().find(|c| c.as_str() == s).ok_or_else(|| BenchError::UnknownCondition(s.to_owned()))
+    }
+}
+
 impl std::fmt::Display for Condition {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Condition {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Condition {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Condition, D::Error> {
+        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
     }
 }
 
@@ -179,13 +197,17 @@ mod tests {
     #[test]
     fn condition_lists_parse() {
         assert_eq!(Condition::parse_list("all").unwrap().len(), 6);
-        assert_eq!(Condition::parse_list("v1, v2.1,v1").unwrap(), vec![Condition::V1, Condition::V21]);
+        assert_eq!(Condition::parse_list("v1, v2.1,v1").unwrap(), vec![Condition::of(StrategyKind::V1), Condition::V21]);
         let e = Condition::parse_list("v3").unwrap_err().to_string();
         assert!(e.contains("v3"), "{e}");
         assert!(Condition::parse_list(" , ").is_err());
         for c in Condition::ALL {
             assert_eq!(serde_json::to_value(c).unwrap(), serde_json::Value::String(c.as_str().to_owned()));
+            assert_eq!(serde_json::from_value::<Condition>(serde_json::to_value(c).unwrap()).unwrap(), c);
             assert_eq!(c.strategy().as_str(), if c == Condition::Full { "none" } else { c.as_str() });
         }
+        // The names and the order the committed results use.
+        assert_eq!(Condition::names(), "full, baseline, masking, v1, v2, v2.1");
+        assert_eq!(Condition::ALL.map(Condition::strategy), StrategyKind::ALL);
     }
 }

@@ -54,8 +54,8 @@ pub enum BenchError {
         /// The most allowed.
         max: u32,
     },
-    /// A condition name that is none of `full`, `baseline`, `masking`, `v1`, `v2`, `v2.1`.
-    #[error("unknown condition {0:?} (full, baseline, masking, v1, v2, v2.1, or all)")]
+    /// A condition name that is none of [`crate::Condition::ALL`]'s.
+    #[error("unknown condition {:?} ({}, or all)", .0, crate::condition::Condition::names())]
     UnknownCondition(String),
     /// A scorer name that is neither `keyword` nor `judge`.
     #[error("unknown scorer {0:?} (keyword, judge, all)")]

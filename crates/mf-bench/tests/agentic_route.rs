@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use mf_bench::agentic::{self, AgenticConfig, AgenticStrategy, Driver, Retention};
+use mf_forgetting::StrategyKind;
 use mf_inference::{
     Backend, CancelToken, ChatMessage, GenerateRequest, Generation, KvStats, ModelInfo, Role, StopReason, TokenSink, ToolSpec, Usage,
 };
@@ -93,7 +94,7 @@ fn run(ctx: u32, strategy: AgenticStrategy, port: u16, dies_after: Option<usize>
 fn the_route_is_replayed_call_by_call_and_the_model_answers() {
     let w = world("cdn-purge-storm");
     assert!(w.route.len() >= 12, "a long world");
-    let (r, model) = run(32_000, AgenticStrategy::None, 18961, None);
+    let (r, model) = run(32_000, AgenticStrategy::Strategy(StrategyKind::None), 18961, None);
     assert_eq!(r.driver, "route");
     assert_eq!(r.requests, w.route, "the calls are the route's, in order");
     assert_eq!((r.route_fetched, r.route_total, r.tool_calls, r.tool_errors), (14, 14, 14, 0));
@@ -113,11 +114,11 @@ fn the_route_is_replayed_call_by_call_and_the_model_answers() {
 
 #[test]
 fn without_compaction_the_window_fills_and_with_it_the_route_is_finished() {
-    let (none, _) = run(1600, AgenticStrategy::None, 18962, None);
+    let (none, _) = run(1600, AgenticStrategy::Strategy(StrategyKind::None), 18962, None);
     assert_eq!(none.exit, "context_exhausted", "{none:?}");
     assert!(none.rounds < 8 && none.route_fetched < none.route_total, "{} rounds", none.rounds);
 
-    let (v1, model) = run(1600, AgenticStrategy::V1, 18963, None);
+    let (v1, model) = run(1600, AgenticStrategy::Strategy(StrategyKind::V1), 18963, None);
     assert_eq!(v1.route_fetched, v1.route_total, "{v1:?}");
     assert!(v1.compactions_done >= 2, "{} compactions done", v1.compactions_done);
     assert_eq!(v1.compactions, v1.compactions_done + v1.compactions_refused + v1.compactions_failed);
@@ -138,7 +139,7 @@ fn without_compaction_the_window_fills_and_with_it_the_route_is_finished() {
 
 #[test]
 fn a_world_server_that_dies_ends_the_run_with_a_typed_reason() {
-    let (r, _) = run(32_000, AgenticStrategy::None, 18964, Some(3));
+    let (r, _) = run(32_000, AgenticStrategy::Strategy(StrategyKind::None), 18964, Some(3));
     assert_eq!(r.exit, agentic::WORLD_SERVER_DIED, "{r:?}");
     assert_eq!(r.requests.len(), 3);
     assert!(r.rounds <= 5, "{} rounds", r.rounds);
@@ -147,7 +148,7 @@ fn a_world_server_that_dies_ends_the_run_with_a_typed_reason() {
     // The results of such a run are a valid results file.
     let result = agentic::AgenticResult {
         model: "scripted".into(),
-        summary: agentic::summarise(std::slice::from_ref(&r), &[AgenticStrategy::None]),
+        summary: agentic::summarise(std::slice::from_ref(&r), &[AgenticStrategy::Strategy(StrategyKind::None)]),
         runs: vec![r],
         settings: agentic::AgenticSettings {
             backend: "test".into(),

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use mf_bench::model::Purpose;
 use mf_bench::{BenchError, Condition, Model, RunConfig, Scorers, load, run_suite};
+use mf_forgetting::StrategyKind;
 use mf_inference::{ChatMessage, LlamaConfig, LlamaSession, Sampling};
 
 fn model() -> Option<Model> {
@@ -57,7 +58,7 @@ fn a_run_cancelled_shortly_after_it_starts_is_cancelled_not_a_result() {
     let Some(model) = model() else { return };
     let scenarios = load::load_dir(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/compaction"), &["lookup-short".to_owned()]).unwrap();
     let cfg = RunConfig {
-        conditions: vec![Condition::Full, Condition::V2, Condition::V21],
+        conditions: vec![Condition::Full, Condition::of(StrategyKind::V2), Condition::V21],
         scorers: Scorers { keyword: true, judge: true },
         ..RunConfig::default()
     };

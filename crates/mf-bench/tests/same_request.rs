@@ -21,7 +21,7 @@ use futures::future::BoxFuture;
 use mf_agent::compact::{CompactionJob, DeltaSource, ModelCounter, SummaryPass};
 use mf_bench::condition::{Condition, compact};
 use mf_bench::{Model, load};
-use mf_forgetting::{Budget, Message, PlanConfig};
+use mf_forgetting::{Budget, Message, PlanConfig, StrategyKind};
 use mf_inference::template::{ChatTemplate, RenderOptions};
 use mf_inference::{Backend, CancelToken, ChatMessage, GenerateRequest, Generation, KvStats, ModelInfo, StopReason, TokenSink, ToolSpec, Usage};
 use pretty_assertions::assert_eq;
@@ -128,7 +128,7 @@ fn assert_same(ctx: u32, scenario: &str, expect_live: bool) {
     let h = history(scenario);
     let budget = Budget { context: 900, reserve: 128, ratio: 0.75, recent: 2 };
     let config = PlanConfig::default();
-    for condition in [Condition::V1, Condition::V2, Condition::V21] {
+    for condition in [Condition::of(StrategyKind::V1), Condition::of(StrategyKind::V2), Condition::V21] {
         let backend = Recording::new(ctx);
         let agent = agent_requests(&backend, &h, condition, budget, &config);
         let bench = bench_requests(&backend, &h, condition, budget, &config);

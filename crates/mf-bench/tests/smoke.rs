@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use mf_bench::agentic::{self, AgenticConfig, AgenticStrategy};
 use mf_bench::{Condition, Model, RunConfig, Scorers, Worker, load, report, run_suite_parallel, schema};
+use mf_forgetting::StrategyKind;
 use mf_inference::{LlamaConfig, LlamaSession};
 
 fn root() -> PathBuf {
@@ -116,7 +117,7 @@ fn agentic_tiny_run_smollm2_two_strategies() {
     let session = Arc::new(LlamaSession::load(lc).unwrap());
     // A small context so that v2 compacts within a few rounds; a port of its own (the CLI's is 18940).
     let cfg = AgenticConfig {
-        strategies: vec![AgenticStrategy::None, AgenticStrategy::V2],
+        strategies: vec![AgenticStrategy::Strategy(StrategyKind::None), AgenticStrategy::Strategy(StrategyKind::V2)],
         reserve: 128,
         max_result_chars: 250,
         summary_max_tokens: 96,

@@ -78,7 +78,7 @@ impl std::str::FromStr for StrategyKind {
             .find(|k| k.as_str() == s)
             .ok_or_else(|| ForgettingError::InvalidSetting {
                 name: "strategy",
-                reason: format!("unknown strategy {s:?} (none, baseline, masking, v1, v2, v2.1)"),
+                reason: format!("unknown strategy {s:?} ({})", StrategyKind::ALL.map(StrategyKind::as_str).join(", ")),
             })
     }
 }

@@ -46,54 +46,52 @@ pub const BASE: &str = "{base}";
 /// The exit of a run whose world server stopped serving mid-run.
 pub const WORLD_SERVER_DIED: &str = "world_server_died";
 
-/// What the loop may do about a growing context.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// What the loop may do about a growing context: one of mf-forgetting's
+/// strategies, or the benchmark's own fixed round cap. Built from
+/// [`StrategyKind`], so a strategy added there is run here too, unless
+/// [`AgenticStrategy::NOT_LIVE`] leaves it out and says why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AgenticStrategy {
-    /// No compaction; dynamic exits only.
-    #[serde(rename = "none")]
-    None,
+    /// The loop compacting with a strategy of mf-forgetting (`none`: no
+    /// compaction, dynamic exits only).
+    Strategy(StrategyKind),
     /// No compaction, at most 5 rounds (the fixed cap the method argues against).
-    #[serde(rename = "cap5")]
     Cap5,
-    /// Observation masking: old tool outputs replaced by placeholders.
-    #[serde(rename = "masking")]
-    Masking,
-    /// Measured forgetting v1.
-    #[serde(rename = "v1")]
-    V1,
-    /// Dimension-aware v2.
-    #[serde(rename = "v2")]
-    V2,
-    /// v2.1: Δ by the withholding test, the model as evaluator.
-    #[serde(rename = "v2.1")]
-    V21,
 }
 
 impl AgenticStrategy {
-    /// All, in table order.
-    pub const ALL: [AgenticStrategy; 6] =
-        [AgenticStrategy::None, AgenticStrategy::Cap5, AgenticStrategy::Masking, AgenticStrategy::V1, AgenticStrategy::V2, AgenticStrategy::V21];
+    /// Strategies the live runs leave out (as they always have): `baseline`
+    /// keeps only the first message and the recent zone, so the question
+    /// leaves the loop's context at the first compaction.
+    pub const NOT_LIVE: [StrategyKind; 1] = [StrategyKind::Baseline];
+
+    /// All, in table order: mf-forgetting's strategies in theirs (less
+    /// [`AgenticStrategy::NOT_LIVE`]), `cap5` right after `none`.
+    #[must_use]
+    pub fn all() -> Vec<AgenticStrategy> {
+        let mut all = Vec::new();
+        for kind in StrategyKind::ALL.into_iter().filter(|k| !Self::NOT_LIVE.contains(k)) {
+            all.push(AgenticStrategy::Strategy(kind));
+            if kind == StrategyKind::None {
+                all.push(AgenticStrategy::Cap5);
+            }
+        }
+        all
+    }
 
     /// Name on the command line and in results.
     pub fn as_str(self) -> &'static str {
         match self {
-            AgenticStrategy::None => "none",
+            AgenticStrategy::Strategy(kind) => kind.as_str(),
             AgenticStrategy::Cap5 => "cap5",
-            AgenticStrategy::Masking => "masking",
-            AgenticStrategy::V1 => "v1",
-            AgenticStrategy::V2 => "v2",
-            AgenticStrategy::V21 => "v2.1",
         }
     }
 
     /// The compaction strategy of the loop.
     pub fn kind(self) -> StrategyKind {
         match self {
-            AgenticStrategy::None | AgenticStrategy::Cap5 => StrategyKind::None,
-            AgenticStrategy::Masking => StrategyKind::Masking,
-            AgenticStrategy::V1 => StrategyKind::V1,
-            AgenticStrategy::V2 => StrategyKind::V2,
-            AgenticStrategy::V21 => StrategyKind::V21,
+            AgenticStrategy::Strategy(kind) => kind,
+            AgenticStrategy::Cap5 => StrategyKind::None,
         }
     }
 
@@ -109,14 +107,11 @@ impl AgenticStrategy {
     /// An unknown name.
     pub fn parse_list(s: &str) -> Result<Vec<AgenticStrategy>> {
         if s.trim() == "all" {
-            return Ok(Self::ALL.to_vec());
+            return Ok(Self::all());
         }
         let mut out = Vec::new();
         for p in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let x = Self::ALL.into_iter().find(|x| x.as_str() == p).ok_or_else(|| BenchError::InvalidSetting {
-                name: "strategies",
-                reason: format!("unknown strategy {p:?} (none, cap5, masking, v1, v2, v2.1, or all)"),
-            })?;
+            let x = p.parse()?;
             if !out.contains(&x) {
                 out.push(x);
             }
@@ -125,6 +120,30 @@ impl AgenticStrategy {
             return Err(BenchError::InvalidSetting { name: "strategies", reason: "no strategy given".to_owned() });
         }
         Ok(out)
+    }
+}
+
+impl std::str::FromStr for AgenticStrategy {
+    type Err = BenchError;
+
+    fn from_str(s: &str) -> Result<AgenticStrategy> {
+        let all = Self::all();
+        all.iter().copied().find(|x| x.as_str() == s).ok_or_else(|| BenchError::InvalidSetting {
+            name: "strategies",
+            reason: format!("unknown strategy {s:?} ({}, or all)", all.iter().map(|x| x.as_str()).collect::<Vec<_>>().join(", ")),
+        })
+    }
+}
+
+impl Serialize for AgenticStrategy {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for AgenticStrategy {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<AgenticStrategy, D::Error> {
+        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
     }
 }
 
@@ -156,7 +175,7 @@ pub struct AgenticConfig {
 impl Default for AgenticConfig {
     fn default() -> Self {
         AgenticConfig {
-            strategies: AgenticStrategy::ALL.to_vec(),
+            strategies: AgenticStrategy::all(),
             reserve: 192,
             ratio: 0.75,
             max_result_chars: 1200,
@@ -392,12 +411,21 @@ mod tests {
 
     #[test]
     fn strategies_parse() {
-        assert_eq!(AgenticStrategy::parse_list("all").unwrap().len(), 6);
-        assert_eq!(AgenticStrategy::parse_list("masking").unwrap(), vec![AgenticStrategy::Masking]);
-        assert!(AgenticStrategy::Masking.compacts() && !AgenticStrategy::Cap5.compacts());
-        assert_eq!(AgenticStrategy::parse_list("cap5, v2.1").unwrap(), vec![AgenticStrategy::Cap5, AgenticStrategy::V21]);
-        assert!(AgenticStrategy::parse_list("v9").unwrap_err().to_string().contains("v9"));
+        let all = AgenticStrategy::parse_list("all").unwrap();
+        // The names and the order the committed results use.
+        assert_eq!(all.iter().map(|x| x.as_str()).collect::<Vec<_>>(), ["none", "cap5", "masking", "v1", "v2", "v2.1"]);
+        let masking = AgenticStrategy::Strategy(StrategyKind::Masking);
+        assert_eq!(AgenticStrategy::parse_list("masking").unwrap(), vec![masking]);
+        assert!(masking.compacts() && !AgenticStrategy::Cap5.compacts());
+        assert_eq!(AgenticStrategy::parse_list("cap5, v2.1").unwrap(), vec![AgenticStrategy::Cap5, AgenticStrategy::Strategy(StrategyKind::V21)]);
+        let e = AgenticStrategy::parse_list("v9").unwrap_err().to_string();
+        assert!(e.contains("v9") && e.contains("none, cap5, masking, v1, v2, v2.1, or all"), "{e}");
+        assert!(AgenticStrategy::parse_list("baseline").is_err(), "left out of the live runs");
         assert_eq!(AgenticStrategy::Cap5.kind(), StrategyKind::None);
+        for x in all {
+            assert_eq!(serde_json::to_value(x).unwrap(), serde_json::json!(x.as_str()));
+            assert_eq!(serde_json::from_value::<AgenticStrategy>(serde_json::json!(x.as_str())).unwrap(), x);
+        }
     }
 
     #[test]
