@@ -255,7 +255,7 @@ impl Sessions {
         let (tools, mut notes) = tools_for(&spec, tools).await?;
         let mut agent = Agent::new(backend, tools, approver, spec.agent.clone())?;
         let id = store.create(question, &serde_json::to_value(&spec)?)?;
-        notes.extend(self.attach_kv(&mut agent, id, &spec, None)?);
+        notes.extend(self.attach_kv(&mut agent, id, &spec, KvLoad::NotAttempted)?);
         Ok(Launch { id, spec, notes, agent, store, start: Start::Fresh(question.to_owned()) })
     }
 
@@ -307,26 +307,25 @@ impl Sessions {
         let backend = self.backend(&spec.engine, spec.context, api_key).await?;
         let (tools, mut notes) = tools_for(&spec, tools).await?;
         let mut agent = Agent::new(backend, tools, approver, spec.agent.clone())?;
-        let skip = how.skip_kv.then_some(KvMiss::Skipped);
-        notes.extend(self.attach_kv(&mut agent, id, &spec, Some(skip))?);
+        let load = if how.skip_kv { KvLoad::Miss(KvMiss::Skipped) } else { KvLoad::IfItMatches };
+        notes.extend(self.attach_kv(&mut agent, id, &spec, load)?);
         store.mark_running(id)?;
         Ok(Launch { id, spec, notes, agent, store, start: Start::Resume(history) })
     }
 
-    /// Sets where the agent saves its cache and, on resume, whether it loads it.
-    /// `resume`: `None` for a fresh start; `Some(skip)` on resume.
-    fn attach_kv(&self, agent: &mut Agent, id: i64, spec: &RunSpec, resume: Option<Option<KvMiss>>) -> Result<Vec<String>, AgentError> {
+    /// Sets where the agent saves its cache and what it does about loading it.
+    fn attach_kv(&self, agent: &mut Agent, id: i64, spec: &RunSpec, load: KvLoad) -> Result<Vec<String>, AgentError> {
         let mut notes = Vec::new();
         let now = KvIdentity::of(&spec.engine, spec.context);
         let file = self.kv_file(id);
         let keeps = agent.keeps_kv();
-        if let Some(skip) = resume {
-            let saved = KvIdentity::load(&file);
-            let plan = match (skip, keeps) {
-                (_, false) => Err(KvMiss::EngineKeepsNoCache),
-                (Some(miss), true) => Err(miss),
-                (None, true) => KvIdentity::check(&file, saved.as_ref(), now.as_ref()),
-            };
+        let plan = match (load, keeps) {
+            (KvLoad::NotAttempted, _) => None,
+            (_, false) => Some(Err(KvMiss::EngineKeepsNoCache)),
+            (KvLoad::Miss(miss), true) => Some(Err(miss)),
+            (KvLoad::IfItMatches, true) => Some(KvIdentity::check(&file, KvIdentity::load(&file).as_ref(), now.as_ref())),
+        };
+        if let Some(plan) = plan {
             agent.plan_kv_load(file.clone(), plan);
         }
         if !keeps {
@@ -351,6 +350,17 @@ impl Sessions {
         agent.set_kv_file(file);
         Ok(notes)
     }
+}
+
+/// What a launch does about the session's saved KV cache.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum KvLoad {
+    /// A fresh start: there is no cache to load (it is only saved).
+    NotAttempted,
+    /// A resume: load the cache when it still matches the model and context.
+    IfItMatches,
+    /// A resume that decodes the history again instead, for this reason.
+    Miss(KvMiss),
 }
 
 /// The caller's tools, or the registry the spec describes, with set-up notes.
