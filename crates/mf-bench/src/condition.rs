@@ -19,7 +19,8 @@ use crate::model::{Model, to_chat};
 /// the results give it (`none` is `full`, the uncompressed ceiling). Built
 /// from [`StrategyKind`], so a strategy added there is a condition here,
 /// in the same table order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(into = "&'static str", try_from = "String")]
 pub struct Condition(StrategyKind);
 
 impl Condition {
@@ -100,17 +101,7 @@ impl std::fmt::Display for Condition {
     }
 }
 
-impl Serialize for Condition {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for Condition {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Condition, D::Error> {
-        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
-    }
-}
+serde_by_name!(Condition);
 
 /// A compacted context and what it cost.
 #[derive(Debug, Clone)]

@@ -18,6 +18,27 @@
 //! are the app's own (`mf_agent::model`), so a table describes the requests
 //! the app sends.
 
+/// Serde by name for a choice of the benchmark (`as_str` out, `FromStr`
+/// in, with `#[serde(into = "&'static str", try_from = "String")]` on the
+/// type), so results files carry the names the command line takes.
+macro_rules! serde_by_name {
+    ($t:ty) => {
+        impl From<$t> for &'static str {
+            fn from(x: $t) -> &'static str {
+                x.as_str()
+            }
+        }
+
+        impl TryFrom<String> for $t {
+            type Error = $crate::error::BenchError;
+
+            fn try_from(s: String) -> $crate::error::Result<$t> {
+                s.parse()
+            }
+        }
+    };
+}
+
 pub mod agentic;
 pub mod condition;
 pub mod error;

@@ -50,7 +50,8 @@ pub const WORLD_SERVER_DIED: &str = "world_server_died";
 /// strategies, or the benchmark's own fixed round cap. Built from
 /// [`StrategyKind`], so a strategy added there is run here too, unless
 /// [`AgenticStrategy::NOT_LIVE`] leaves it out and says why.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "&'static str", try_from = "String")]
 pub enum AgenticStrategy {
     /// The loop compacting with a strategy of mf-forgetting (`none`: no
     /// compaction, dynamic exits only).
@@ -135,17 +136,7 @@ impl std::str::FromStr for AgenticStrategy {
     }
 }
 
-impl Serialize for AgenticStrategy {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for AgenticStrategy {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<AgenticStrategy, D::Error> {
-        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
-    }
-}
+serde_by_name!(AgenticStrategy);
 
 /// Settings of an agentic run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
