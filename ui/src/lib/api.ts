@@ -175,7 +175,7 @@ export type ApprovalScope = 'host' | 'tool';
 
 // ---------------------------------------------------------------- benchmark
 //
-// The results mirror mf-bench's `ModelResult` (crates/mf-bench/src/results.rs),
+// The results mirror mf-bench's `ModelResult` (crates/mf-bench/src/results/mod.rs),
 // the subset the panel shows, as serde writes it. The bench computes every
 // mean, spread and bracket; the panel only draws them.
 
