@@ -8,11 +8,13 @@
 //! fails while the checked-in file is stale).
 //!
 //! This file holds the event enum itself and the TypeScript test; the types
-//! the events carry live by family in `events/`: `gauge` (the context and
-//! its forecast), `generation` (KV figures and purpose of one generation),
-//! `exit`, `compaction` (plan rows, who summarised, the two compaction
-//! events built from a plan and a report), `sink` (where events go).
+//! the events carry live by family in `events/`: `approval` (what an
+//! approval request names), `gauge` (the context and its forecast),
+//! `generation` (KV figures and purpose of one generation), `exit`,
+//! `compaction` (plan rows, who summarised, the two compaction events built
+//! from a plan and a report), `sink` (where events go).
 
+mod approval;
 mod compaction;
 mod exit;
 mod gauge;
@@ -21,21 +23,12 @@ mod sink;
 
 use serde::{Deserialize, Serialize};
 
+pub use approval::McpOrigin;
 pub use compaction::{PlanRow, SummaryBy};
 pub use exit::ExitReason;
 pub use gauge::{Forecast, Gauge};
 pub use generation::{KvFigures, Purpose};
 pub use sink::{EventSink, VecSink};
-
-/// The MCP server and tool behind a model-facing tool name.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub struct McpOrigin {
-    /// The server's configured name.
-    pub server: String,
-    /// The tool's name on that server.
-    pub tool: String,
-}
 
 /// One thing that happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
