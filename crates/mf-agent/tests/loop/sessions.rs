@@ -21,10 +21,12 @@ async fn sessions_store_the_spec_save_the_cache_and_resume_with_both() {
     let dir = tempfile::tempdir().unwrap();
     let model = dir.path().join("tiny.gguf");
     std::fs::write(&model, b"GGUF test model").unwrap();
-    let mut spec = RunSpec::default();
-    spec.engine = EngineSpec::Llama { model: model.clone(), threads: Some(1), gpu: false, tool_grammar: false };
-    spec.context = 4096;
-    spec.agent = settings(StrategyKind::V1);
+    let mut spec = RunSpec {
+        engine: EngineSpec::Llama { model: model.clone(), threads: Some(1), gpu: false, tool_grammar: false },
+        context: 4096,
+        agent: settings(StrategyKind::V1),
+        ..RunSpec::default()
+    };
     spec.agent.safety_cap = Some(9);
 
     let started = Sessions::new(dir.path());
