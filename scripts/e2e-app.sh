@@ -6,6 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export MF_TAURI_DRIVER="${MF_TAURI_DRIVER:-${MF_TOOLS_DIR:-$HOME/.cache/measured-forgetting/tools}/bin/tauri-driver}"
+export MF_OPENAI_SERVER_PYTHON="${MF_OPENAI_SERVER_PYTHON:-${MF_OPENAI_SERVER_DIR:-$HOME/.cache/measured-forgetting/openai-server}/venv/bin/python}"
 export MF_APP_BIN="${MF_APP_BIN:-${CARGO_TARGET_DIR:-$PWD/target}/debug/measured-forgetting}"
 for tool in xvfb-run dbus-run-session WebKitWebDriver; do
     command -v "$tool" >/dev/null || { echo "error: $tool is missing: run scripts/setup.sh" >&2; exit 2; }

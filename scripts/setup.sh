@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # System packages the build needs. Later parts of the app add to these lists.
-DEBIAN_PKGS=(build-essential pkg-config cmake libclang-dev libssl-dev git python3 python3-pip
+DEBIAN_PKGS=(build-essential pkg-config cmake libclang-dev libssl-dev git python3 python3-pip python3-venv
     chromium fonts-dejavu-core  # the UI's browser test (ui/e2e)
     # the desktop app (Tauri 2 on WebKitGTK)
     libwebkit2gtk-4.1-dev libxdo-dev libayatana-appindicator3-dev librsvg2-dev file
@@ -73,6 +73,20 @@ if ! cmp -s "$MCP_SRC/package-lock.json" "$MCP_DIR/package-lock.json" || [ ! -x 
     mkdir -p "$MCP_DIR"
     cp "$MCP_SRC/package.json" "$MCP_SRC/package-lock.json" "$MCP_DIR/"
     (cd "$MCP_DIR" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+# A real OpenAI-compatible server for the app's real-window test:
+# llama-cpp-python's, built from source by pip (once: about 15 minutes on two
+# cores), in a virtual environment kept outside the repository.
+# MF_OPENAI_SERVER_DIR overrides the place.
+OAI_DIR="${MF_OPENAI_SERVER_DIR:-$HOME/.cache/measured-forgetting/openai-server}"
+OAI_VERSION=0.3.36
+if [ "$(uname -s)" = Linux ] && ! "$OAI_DIR/venv/bin/python" -c "import llama_cpp, llama_cpp.server; assert llama_cpp.__version__ == '$OAI_VERSION'" 2>/dev/null; then
+    log "building llama-cpp-python $OAI_VERSION (its OpenAI-compatible server) into $OAI_DIR; once, about 15 minutes"
+    python3 -m venv "$OAI_DIR/venv"
+    CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
+        CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF" \
+        "$OAI_DIR/venv/bin/pip" install --quiet --no-cache-dir "llama-cpp-python[server]==$OAI_VERSION"
 fi
 
 log "test models"

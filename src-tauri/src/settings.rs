@@ -81,6 +81,13 @@ pub struct Settings {
     /// The model name on the server.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub server_model: String,
+    /// OpenAI-compatible engine: write the tools and tool calls into the
+    /// messages' text and read calls from the reply's text, for a server
+    /// whose chat template shows the model only each message's content
+    /// (llama-cpp-python with SmolLM2's template, for one). Off: OpenAI's
+    /// `tools` and `tool_calls` fields.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub server_tools_in_text: bool,
     /// Constrain the embedded model's fenced-JSON tool calls with a grammar.
     #[serde(default)]
     pub tool_grammar: bool,
@@ -142,6 +149,7 @@ impl Settings {
             model_path: model_path.display().to_string(),
             server_url: String::new(),
             server_model: String::new(),
+            server_tools_in_text: false,
             tool_grammar: false,
             context: spec.context,
             reserve: agent.reserve,
@@ -311,7 +319,7 @@ impl Settings {
                 tool_grammar: self.tool_grammar,
             },
             Engine::Ollama => EngineSpec::Ollama { url: self.server_url.trim().to_owned(), model: self.server_model.trim().to_owned() },
-            Engine::Openai => EngineSpec::OpenAi { url: self.server_url.trim().to_owned(), model: self.server_model.trim().to_owned(), tools_in_text: false },
+            Engine::Openai => EngineSpec::OpenAi { url: self.server_url.trim().to_owned(), model: self.server_model.trim().to_owned(), tools_in_text: self.server_tools_in_text },
         }
     }
 

@@ -18,7 +18,12 @@
 //      loaded: N tokens not decoded again"; the next round decodes only its
 //      new tokens);
 //   6. a session started by `mf investigate` (strategy v1, C 2048) resumes in
-//      the app with those stored settings, not the app's.
+//      the app with those stored settings, not the app's;
+//   7. a demo world clicked in the empty state: tool calls, gauges, the chart;
+//   8. a POST with a 4.6 kB body waits for approval, and the prompt's first
+//      line says method, host, bytes and the first characters (scripted model);
+//   9. an investigation on a real OpenAI-compatible server (llama-cpp-python
+//      running SmolLM2, installed by scripts/setup.sh): gauges and the chart.
 // Screenshots go to $MF_SCREENSHOTS (default <repo>/artifacts/screenshots/app).
 //
 // Environment: MF_APP_BIN (the binary; default $CARGO_TARGET_DIR/debug/measured-forgetting),
@@ -477,6 +482,120 @@ try {
   await b2.waitUntil(async () => !(await stop3.isEnabled()), { timeout: 180000, interval: 300 }).catch(async () => {
     await stop3.click();
   });
+
+  // ---------------------------------------------------------- a demo world, clicked in the empty state
+  // A newcomer's first minute: the empty investigation view lists the demo
+  // worlds (scenarios/agentic); one click serves the world on loopback and
+  // starts an investigation on it with the settings' model (SmolLM2 here).
+  console.log(`demo world from the empty state (${secs()} s)`);
+  writeSettings();
+  const demo = (await openApp()).w;
+  const demoCard = await demo.$('[data-testid="demo-world"]');
+  await demoCard.waitForExist({ timeout: 20000 });
+  const demoTitle = (await demoCard.getText()).split('\n')[0];
+  await (await demoCard.$('button=Run this demo')).click();
+  await (await demo.$('[data-testid="started"]')).waitForExist({ timeout: 60000 });
+  const demoStop = await demo.$('button=Stop');
+  const columns = async () => (await demo.$$('[data-testid="chart-column"]')).length;
+  const finished = async () => (await demo.$$('[data-testid="tool-card"] [data-testid="tool-result"]')).length;
+  await demo.waitUntil(async () => ((await columns()) >= 2 && (await finished()) >= 1) || !(await demoStop.isEnabled()), { timeout: 300000, interval: 500 }).catch(() => {});
+  const demoPrompt = num(await (await demo.$('[data-testid="count-prompt"]')).getText().catch(() => '0'));
+  check((await finished()) >= 1, `the demo "${demoTitle}" ran tool calls on its world (${await finished()} with results)`);
+  check((await columns()) >= 2 && demoPrompt > 0, `its gauges (prompt ${demoPrompt} tokens) and the chart (${await columns()} rounds) fill as it runs`);
+  await demo.execute(() => window.scrollTo(0, 0));
+  await demo.saveScreenshot(join(out, '09-demo-world.png')).catch(() => {});
+  if (await demoStop.isEnabled()) await demoStop.click();
+  await demo.waitUntil(async () => !(await demoStop.isEnabled()), { timeout: 120000, interval: 300 }).catch(() => {});
+
+  // ---------------------------------------------------------- a large POST waits for approval: its first line says what leaves
+  // The model here is scripted (an OpenAI-compatible endpoint this script
+  // serves, whose first reply is one http POST with a 4.6 kB body, under the
+  // app's 8 kB argument limit): what is
+  // under test is the app's approval prompt, whose first line must say
+  // method, host, bytes and the first characters before the body.
+  console.log(`a large POST waits for approval (${secs()} s)`);
+  const bigBody = JSON.stringify({ report: Array.from({ length: 150 }, (_, i) => `line ${i}: disk web-07 at 97 %`).join('\n') });
+  let scriptedCalls = 0;
+  const scripted = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      if (req.url !== '/v1/chat/completions') return res.writeHead(404).end();
+      scriptedCalls += 1;
+      const delta =
+        scriptedCalls === 1
+          ? { tool_calls: [{ index: 0, id: 'call_big', type: 'function', function: { name: 'http', arguments: JSON.stringify({ method: 'POST', url: `http://127.0.0.1:${PORT}/api/report`, body: bigBody }) } }] }
+          : { content: 'The report was not sent.' };
+      const chunk = (d, finish) => `data: ${JSON.stringify({ choices: [{ index: 0, delta: d, finish_reason: finish }] })}\n\n`;
+      res.writeHead(200, { 'content-type': 'text/event-stream', connection: 'close' });
+      res.end(chunk(delta, null) + chunk({}, scriptedCalls === 1 ? 'tool_calls' : 'stop') + 'data: [DONE]\n\n');
+    });
+  });
+  await new Promise((ok) => scripted.listen(0, '127.0.0.1', ok));
+  const engineSettings = (over) => writeFileSync(join(configDir, 'settings.json'), JSON.stringify({ ...initialSettings, ...over }, null, 2));
+  engineSettings({ engine: 'openai', server_url: `http://127.0.0.1:${scripted.address().port}/v1`, server_model: 'scripted', context: 8192, reserve: 256 });
+  const post = (await openApp()).w;
+  await (await post.$('textarea[aria-label="Question"]')).setValue('Send the disk report to the storage team.');
+  await (await post.$('button=Investigate')).click();
+  const line = await post.$('[data-testid="approval-summary"]');
+  await line.waitForExist({ timeout: 60000 });
+  const lineText = await line.getText();
+  check(
+    lineText.startsWith(`POST 127.0.0.1:${PORT} · ${bigBody.length.toLocaleString('en-US')} bytes · {"report":"line 0: disk web-07`),
+    `the approval's first line says what leaves, before the ${bigBody.length}-byte body: "${lineText}"`,
+  );
+  check(await line.isDisplayedInViewport(), 'that line is on screen while the body stays folded');
+  await post.saveScreenshot(join(out, '10-approval-large-post.png')).catch(() => {});
+  await (await post.$('button=Deny')).click();
+  const postStop = await post.$('button=Stop');
+  await post.waitUntil(async () => !(await postStop.isEnabled()), { timeout: 60000, interval: 300 }).catch(async () => postStop.click());
+  scripted.close();
+
+  // ---------------------------------------------------------- a real OpenAI-compatible server
+  // llama-cpp-python's server (installed by scripts/setup.sh outside the
+  // repository) runs SmolLM2; the app's OpenAI-compatible engine drives the
+  // same investigation through it, tools as text (its template drops tool fields).
+  console.log(`an investigation on a real OpenAI-compatible server (${secs()} s)`);
+  const serverPython = process.env.MF_OPENAI_SERVER_PYTHON ?? join(homedir(), '.cache/measured-forgetting/openai-server/venv/bin/python');
+  check(existsSync(serverPython), `llama-cpp-python's server is installed (${serverPython}; scripts/setup.sh installs it)`);
+  const OAI_PORT = 18941;
+  const oai = spawn(serverPython, ['-m', 'llama_cpp.server', '--model', model, '--host', '127.0.0.1', '--port', String(OAI_PORT), '--n_ctx', '2048', '--n_threads', String(availableParallelism())], { stdio: ['ignore', 'ignore', 'ignore'] });
+  try {
+    let up = false;
+    for (let i = 0; i < 120 && !up; i++) {
+      up = await fetch(`http://127.0.0.1:${OAI_PORT}/v1/models`).then((r) => r.ok, () => false);
+      if (!up) await new Promise((r) => setTimeout(r, 500));
+    }
+    check(up, `the server answers on 127.0.0.1:${OAI_PORT}`);
+    const served = up ? (await (await fetch(`http://127.0.0.1:${OAI_PORT}/v1/models`)).json()).data[0].id : model;
+    engineSettings({ engine: 'openai', server_url: `http://127.0.0.1:${OAI_PORT}/v1`, server_model: served, server_tools_in_text: true, context: 2048, reserve: 256 });
+    const o = (await openApp()).w;
+    await (await o.$('textarea[aria-label="Question"]')).setValue(QUESTION);
+    await (await o.$('button=Investigate')).click();
+    await (await o.$('[data-testid="started"]')).waitForExist({ timeout: 60000 });
+    const oStop = await o.$('button=Stop');
+    const oColumns = async () => (await o.$$('[data-testid="chart-column"]')).length;
+    const before = requested.length;
+    await o
+      .waitUntil(
+        async () => {
+          const approve = await o.$('button=Approve');
+          if ((await approve.isExisting()) && (await approve.isEnabled())) await approve.click();
+          return ((await oColumns()) >= 2 && requested.length > before) || !(await oStop.isEnabled());
+        },
+        { timeout: 240000, interval: 300 },
+      )
+      .catch(() => {});
+    const oPrompt = num(await (await o.$('[data-testid="count-prompt"]')).getText().catch(() => '0'));
+    check(requested.length > before, `the model on the server called the http tool on the loopback API (${requested.slice(before).join(', ')})`);
+    check(oPrompt > 0 && (await oColumns()) >= 2, `gauges (prompt ${oPrompt} tokens, from the server's tokenizer) and the chart (${await oColumns()} rounds) on the OpenAI-compatible engine`);
+    await o.execute(() => window.scrollTo(0, 0));
+    await o.saveScreenshot(join(out, '11-openai-compatible-server.png')).catch(() => {});
+    if (await oStop.isEnabled()) await oStop.click();
+    await o.waitUntil(async () => !(await oStop.isEnabled()), { timeout: 120000, interval: 300 }).catch(() => {});
+  } finally {
+    oai.kill();
+  }
 } catch (e) {
   failures += 1;
   console.log(`  FAIL ${e?.stack ?? e}`);

@@ -72,6 +72,8 @@ export interface Settings {
   server_url?: string;
   /** The model name on the server. */
   server_model?: string;
+  /** OpenAI-compatible engine: tools and calls as the messages' text (for servers whose template drops tool fields). */
+  server_tools_in_text?: boolean;
   /** Constrain the embedded model's fenced-JSON tool calls with a grammar. */
   tool_grammar?: boolean;
   /** Context size `C`, tokens. */
