@@ -67,7 +67,7 @@ impl CompactionJob {
         let on_call = move |purpose, g: &mf_inference::Generation, _wall: std::time::Duration| {
             let _ = events.send(AgentEvent::Kv { round, purpose, stats: g.usage.kv.into(), completion_tokens: g.usage.completion_tokens });
         };
-        let model = ModelCalls { handle, backend: self.backend.as_ref(), cancel: &self.cancel, on_call: &on_call };
+        let model = ModelCalls { handle, backend: self.backend.as_ref(), cancel: &self.cancel, on_call: &on_call, branched: false };
         let spec = CompactionSpec {
             strategy: self.strategy,
             budget: self.budget,

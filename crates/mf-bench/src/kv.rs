@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use mf_inference::template::RenderOptions;
-use mf_inference::{Backend, CancelToken, ChatMessage, GenerateRequest, KvPath, LlamaConfig, LlamaSession, Sampling, ToolCall, ToolSpec};
+use mf_inference::{Backend, CancelToken, ChatMessage, GenerateRequest, KvMemory, KvPath, LlamaConfig, LlamaSession, Sampling, ToolCall, ToolSpec};
 
 use crate::error::Result;
 
@@ -37,12 +37,20 @@ pub struct BenchKvConfig {
     pub reply_tokens: u32,
     /// CPU threads (default: all).
     pub n_threads: Option<i32>,
+    /// Sliding-window models: keep the full cache for every layer (off:
+    /// a window-sized cache, trimmed through context checkpoints).
+    #[serde(default = "yes")]
+    pub swa_full: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl BenchKvConfig {
-    /// Defaults: 4096-token context, 16-token replies.
+    /// Defaults: 4096-token context, 16-token replies, `swa_full`.
     pub fn new(model_path: impl Into<PathBuf>) -> Self {
-        Self { model_path: model_path.into(), n_ctx: 4096, reply_tokens: 16, n_threads: None }
+        Self { model_path: model_path.into(), n_ctx: 4096, reply_tokens: 16, n_threads: None, swa_full: true }
     }
 }
 
@@ -155,6 +163,13 @@ pub struct BenchKvReport {
     pub compaction_step: CompactionReport,
     /// Speedup of round 5 of the investigation.
     pub round5_speedup: f64,
+    /// Whether sliding-window layers kept a full cache.
+    #[serde(default = "yes")]
+    pub swa_full: bool,
+    /// What the cache held after the compaction scenario's last round
+    /// (its sequence state in bytes, and the context checkpoints).
+    #[serde(default)]
+    pub memory: KvMemory,
 }
 
 fn tools() -> Vec<ToolSpec> {
@@ -256,6 +271,7 @@ fn load(config: &BenchKvConfig, kv_shift: bool) -> Result<LlamaSession> {
     let mut lc = LlamaConfig::new(&config.model_path).with_n_ctx(config.n_ctx);
     lc.n_threads = config.n_threads;
     lc.kv_shift = kv_shift;
+    lc.swa_full = config.swa_full;
     Ok(LlamaSession::load(lc)?)
 }
 
@@ -328,6 +344,7 @@ pub fn run(config: &BenchKvConfig) -> Result<BenchKvReport> {
         convs.push((messages.clone(), true));
     }
     let compaction = scenario("compaction", &session, &convs, config.reply_tokens)?;
+    let memory = session.kv_memory_blocking()?;
 
     let pinned_text = session
         .template()
@@ -372,6 +389,8 @@ pub fn run(config: &BenchKvConfig) -> Result<BenchKvReport> {
         compaction,
         compaction_step,
         round5_speedup,
+        swa_full: config.swa_full,
+        memory,
     })
 }
 
@@ -413,6 +432,12 @@ impl BenchKvReport {
             s,
             "  without the shift: re-decoded {} tokens; prefill {} ms vs {} ms; same greedy reply: {}",
             c.re_decoded_without_shift, c.prefill_ms.0, c.prefill_ms.1, c.same_reply_without_shift
+        );
+        let m = &self.memory;
+        let _ = writeln!(
+            s,
+            "KV memory after the last round (swa_full {}): {} tokens, sequence state {} bytes, {} checkpoints of {} bytes",
+            self.swa_full, m.tokens, m.sequence_bytes, m.checkpoints, m.checkpoint_bytes
         );
         let _ = writeln!(s, "round-5 speedup: {:.2}x", self.round5_speedup);
         s

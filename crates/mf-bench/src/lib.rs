@@ -52,6 +52,7 @@ pub mod orchestrate;
 pub mod report;
 pub mod results;
 pub mod run;
+mod scenario;
 pub mod schema;
 
 pub use condition::Condition;

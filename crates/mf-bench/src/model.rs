@@ -102,6 +102,9 @@ pub struct Model {
     cancel: CancelToken,
     /// Whether the backend reports real KV figures (llama.cpp only).
     pub reports_kv: bool,
+    /// v2.1's withholding trials in one branched call (set from the run's
+    /// [`crate::RunConfig::branched`]).
+    branched: std::cell::Cell<bool>,
 }
 
 impl std::fmt::Debug for Model {
@@ -141,6 +144,7 @@ impl Model {
             stats: RefCell::new(HashMap::new()),
             cancel: CancelToken::new(),
             reports_kv,
+            branched: std::cell::Cell::new(false),
         })
     }
 
@@ -162,6 +166,12 @@ impl Model {
     /// and the run ends with [`BenchError::Cancelled`].
     pub fn cancel_token(&self) -> CancelToken {
         self.cancel.clone()
+    }
+
+    /// Branched calls for v2.1's withholding trials from now on (the probes
+    /// follow [`crate::RunConfig::branched`] directly).
+    pub fn set_branched(&self, on: bool) {
+        self.branched.set(on);
     }
 
     /// Whether the run was cancelled.
@@ -196,6 +206,39 @@ impl Model {
         Ok(g)
     }
 
+    /// Generates one reply per request (blocking), the prefix their prompts
+    /// share decoded once and the replies generated side by side where the
+    /// backend can ([`Backend::generate_branches`]). The figures are recorded
+    /// per reply under `purpose`, the call's wall time split evenly.
+    ///
+    /// # Errors
+    /// As [`generate`](Self::generate).
+    pub fn generate_branches(&self, purpose: Purpose, requests: Vec<(Vec<ChatMessage>, Sampling)>) -> Result<Vec<Generation>> {
+        if self.is_cancelled() {
+            return Err(BenchError::Cancelled);
+        }
+        if requests.len() < 2 {
+            return requests.into_iter().map(|(m, s)| self.generate(purpose, m, s)).collect();
+        }
+        let t = Instant::now();
+        let reqs: Vec<GenerateRequest> = requests.iter().map(|(m, s)| GenerateRequest { messages: m.clone(), tools: Vec::new(), sampling: s.clone() }).collect();
+        let gs = match self.rt.block_on(self.backend.generate_branches(reqs, self.cancel.clone())) {
+            // The template wants a user turn first: each request on its own, fixed.
+            Err(e) if needs_user_first(&e) => return requests.into_iter().map(|(m, s)| self.generate(purpose, m, s)).collect(),
+            Err(_) if self.is_cancelled() => return Err(BenchError::Cancelled),
+            r => r?,
+        };
+        if gs.iter().any(|g| g.stop_reason == mf_inference::StopReason::Cancelled) || self.is_cancelled() {
+            return Err(BenchError::Cancelled);
+        }
+        let ms = t.elapsed().as_millis() as u64 / gs.len().max(1) as u64;
+        let mut stats = self.stats.borrow_mut();
+        for g in &gs {
+            stats.entry(purpose).or_default().add(g, ms);
+        }
+        Ok(gs)
+    }
+
     /// Compacts `history` as the app's loop does (`mf_agent::model::compact`):
     /// the same counter, summary request and withholding test, with the
     /// generations recorded under [`Purpose::Summary`] and
@@ -216,7 +259,7 @@ impl Model {
             };
             self.stats.borrow_mut().entry(p).or_default().add(g, wall.as_millis() as u64);
         };
-        let calls = ModelCalls { handle: self.rt.handle(), backend: self.backend.as_ref(), cancel: &self.cancel, on_call: &on_call };
+        let calls = ModelCalls { handle: self.rt.handle(), backend: self.backend.as_ref(), cancel: &self.cancel, on_call: &on_call, branched: self.branched.get() };
         let run = mf_agent::model::compact(calls, &self.counter, history, spec, &mut |_| {});
         if self.is_cancelled() {
             return Err(BenchError::Cancelled);

@@ -15,16 +15,14 @@
 
 use std::time::Instant;
 
-use mf_forgetting::scenario::Probe;
-use mf_forgetting::{Budget, Message, PlanConfig};
-use mf_inference::{ChatMessage, Generation, Sampling, StopReason, Thinking};
+use mf_forgetting::{Budget, PlanConfig};
 
-use crate::condition::{Compacted, Condition, compact};
+use crate::condition::Condition;
 use crate::error::{BenchError, Result};
-use crate::judge::{Control, grade};
 use crate::load::LoadedScenario;
-use crate::model::{CallStats, Model, Purpose, to_chat};
+use crate::model::{CallStats, Model, Purpose};
 use crate::results::{self, CompactionRow, ControlRow, ModelResult, ScoreRow, Settings, Speed};
+use crate::scenario::{Item, ScenarioOut, run_scenario};
 
 /// The probe prompt (METHOD.md §6).
 pub const PROBE_PROMPT: &str = include_str!("prompts/probe.txt");
@@ -94,6 +92,10 @@ pub struct RunConfig {
     pub evaluator_max_tokens: u32,
     /// Scenario directory, for the record.
     pub scenarios_dir: String,
+    /// Ask the probes of one context in one branched call (the context
+    /// decoded once, the answers generated side by side) instead of one
+    /// after the other.
+    pub branched: bool,
 }
 
 impl Default for RunConfig {
@@ -108,6 +110,7 @@ impl Default for RunConfig {
             answer_max_tokens: 96,
             evaluator_max_tokens: mf_agent::model::PROBE_MAX_TOKENS,
             scenarios_dir: String::new(),
+            branched: false,
         }
     }
 }
@@ -121,43 +124,12 @@ pub struct Progress {
     pub total: u64,
     /// What was just done.
     pub label: String,
-}
-
-/// Asks one probe over a context; an empty answer that spent its budget (or
-/// thinking) is asked again once with thinking off and twice the budget, so
-/// the harness never scores an empty answer it caused itself.
-fn ask(model: &Model, context: &[Message], probe: &Probe, cfg: &RunConfig, seed: u32) -> Result<(Generation, bool)> {
-    let mut msgs: Vec<ChatMessage> = context.iter().map(to_chat).collect();
-    msgs.push(ChatMessage::user(format!("{PROBE_PROMPT}{}", probe.question.trim())));
-    let sampling = |max| Sampling { temperature: cfg.temperature, top_p: 1.0, top_k: 0, seed, max_tokens: max, stop: Vec::new(), thinking: Thinking::Off };
-    let g = model.generate(Purpose::Probe, msgs.clone(), sampling(cfg.answer_max_tokens))?;
-    if g.content.trim().is_empty() && (g.usage.thinking_tokens > 0 || g.stop_reason == StopReason::MaxTokens) {
-        let g2 = model.generate(Purpose::Probe, msgs, sampling(cfg.answer_max_tokens.saturating_mul(2)))?;
-        return Ok((g2, true));
-    }
-    Ok((g, false))
-}
-
-fn stop_name(s: StopReason) -> String {
-    serde_json::to_value(s).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_else(|| format!("{s:?}"))
-}
-
-/// One unit of work: a scenario in one repetition.
-#[derive(Debug, Clone, Copy)]
-struct Item {
-    rep: u32,
-    scenario: usize,
-}
-
-/// What one scenario in one repetition produced.
-#[derive(Debug, Default)]
-struct ScenarioOut {
-    rows: Vec<ScoreRow>,
-    comps: Vec<CompactionRow>,
-    controls: Vec<ControlRow>,
-    empty_by_budget: usize,
-    answers_shared: usize,
-    grades_shared: usize,
+    /// Work done, in steps weighted by their scenario's size (characters of
+    /// its messages): a long scenario's step takes longer, so an ETA from
+    /// these is steadier than one from the steps.
+    pub work_done: u64,
+    /// Work in all, in the same unit.
+    pub work_total: u64,
 }
 
 /// A model and (optionally) its own judge: one worker of a parallel run.
@@ -171,240 +143,13 @@ pub struct Worker {
     pub judge: Option<Model>,
 }
 
-/// A required keyword of another scenario, as a wrong entity for contradiction
-/// controls: never one this probe itself accepts.
-fn other_entity(scenarios: &[LoadedScenario], si: usize, p: &Probe) -> String {
-    let own = crate::keyword::normalise(&p.reference);
-    let accepted: Vec<String> = p.required.iter().chain(&p.partial).flat_map(|k| k.variants()).map(crate::keyword::normalise).collect();
-    scenarios
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| *i != si)
-        .flat_map(|(_, s)| s.scenario.probes.iter())
-        .flat_map(|q| q.required.iter())
-        .flat_map(|k| k.variants())
-        .find(|v| {
-            let n = crate::keyword::normalise(v);
-            !v.chars().any(|c| c.is_ascii_digit()) && !accepted.contains(&n) && !own.contains(&n)
-        })
-        .unwrap_or("an unrelated service")
-        .to_owned()
+/// The weight of one step of `item` (see [`Progress::work_done`]).
+fn weight(scenarios: &[LoadedScenario], item: Item) -> u64 {
+    scenarios[item.scenario].scenario.messages.iter().map(|m| m.content.len() as u64).sum::<u64>().max(1)
 }
 
-/// Asks every probe of `s` over one condition's compacted context, or reuses
-/// the answers of an earlier condition whose context was identical.
-#[allow(clippy::too_many_arguments)]
-fn ask_condition(
-    model: &Model,
-    s: &mf_forgetting::Scenario,
-    c: Condition,
-    cp: &Compacted,
-    rep: u32,
-    seed: u32,
-    cfg: &RunConfig,
-    first_with: &mut Vec<(String, Condition)>,
-    out: &mut ScenarioOut,
-) -> Result<()> {
-    let key = serde_json::to_string(&cp.messages.iter().map(to_chat).collect::<Vec<_>>())?;
-    let same = first_with.iter().find(|(k, _)| *k == key).map(|(_, c0)| *c0);
-    if same.is_none() {
-        first_with.push((key, c));
-    }
-    for p in &s.probes {
-        if let Some(c0) = same
-            && let Some(mut r) = out.rows.iter().find(|r| r.probe == p.id && r.condition == c0.as_str()).cloned()
-        {
-            r.condition = c.as_str().to_owned();
-            r.shared_from = Some(c0.as_str().to_owned());
-            out.answers_shared += 1;
-            out.rows.push(r);
-            continue;
-        }
-        let (g, retried) = ask(model, &cp.messages, p, cfg, seed)?;
-        let answer = g.content.trim().to_owned();
-        if answer.is_empty() && (g.usage.thinking_tokens > 0 || g.stop_reason == StopReason::MaxTokens) {
-            out.empty_by_budget += 1;
-        }
-        out.rows.push(ScoreRow {
-            scenario: s.id.clone(),
-            probe: p.id.clone(),
-            condition: c.as_str().to_owned(),
-            dimension: enum_name(&p.dimension),
-            score: crate::keyword::score(&answer, &p.required, &p.partial),
-            answer,
-            class: enum_name(&s.class),
-            length: enum_name(&s.length),
-            rep,
-            judge: None,
-            judge_raw: None,
-            stop_reason: stop_name(g.stop_reason),
-            completion_tokens: g.usage.completion_tokens,
-            thinking_tokens: g.usage.thinking_tokens,
-            retried,
-            shared_from: None,
-        });
-    }
-    Ok(())
-}
-
-/// Runs one scenario in one repetition: the compactions, then each
-/// condition's probes back to back (see the call order below), then controls
-/// and judge grades probe by probe. `step` is called after each condition (a progress label).
-///
-/// Work that would repeat itself is shared, never skipped: two conditions
-/// whose compacted contexts are identical get the same prompt, seed and
-/// sampling, so the first answer is reused for the second (and marked
-/// `shared_from`); an answer the judge has already graded for this probe
-/// (another condition's identical answer, or a control equal to it) keeps its
-/// grade, because the judge is greedy.
-fn run_scenario(
-    model: &Model,
-    judge_model: &Model,
-    scenarios: &[LoadedScenario],
-    item: Item,
-    cfg: &RunConfig,
-    step: &mut dyn FnMut(String),
-) -> Result<ScenarioOut> {
-    let Item { rep, scenario: si } = item;
-    let s = &scenarios[si].scenario;
-    let seed = rep.wrapping_mul(7919).wrapping_add(17);
-    let mut out = ScenarioOut::default();
-    let mut compacted: Vec<(Condition, Compacted)> = Vec::new();
-    let mut failed: Vec<Condition> = Vec::new();
-    // Identical contexts (the exact chat messages the model would see) share their answers.
-    let mut first_with: Vec<(String, Condition)> = Vec::new();
-    // Call order, for the KV cache: `full`'s probes first; then v2.1's
-    // compaction, whose first evaluation (the full context) then reuses that
-    // context from the cache instead of decoding it again; then the other
-    // compactions, then their probes. Rows are put back in condition order.
-    let mut order: Vec<Condition> = Vec::new();
-    order.extend(cfg.conditions.iter().copied().filter(|c| *c == Condition::Full));
-    order.extend(cfg.conditions.iter().copied().filter(|c| *c == Condition::V21));
-    order.extend(cfg.conditions.iter().copied().filter(|c| *c != Condition::Full && *c != Condition::V21));
-    for &c in &order {
-        let cp = match compact(model, c, &s.messages, &cfg.budget, &cfg.plan, cfg.evaluator_max_tokens) {
-            Ok(cp) => cp,
-            // The strategy cannot fit the budget: the app's loop would have to stop here.
-            // Recorded, and its probes score 0 (an answer was never possible).
-            Err(BenchError::Forgetting(e @ mf_forgetting::ForgettingError::BudgetNotRestored { .. })) => {
-                out.comps.push(CompactionRow {
-                    scenario: s.id.clone(),
-                    condition: c.as_str().to_owned(),
-                    rep,
-                    tokens_before: 0,
-                    tokens_after: 0,
-                    messages_before: s.messages.len(),
-                    messages_after: 0,
-                    fallback: None,
-                    verbatim: 0,
-                    dropped: 0,
-                    evaluator_calls: 0,
-                    approximate_counts: false,
-                    compaction_ms: 0,
-                    error: Some(e.to_string()),
-                    kept_original: None,
-                    summary_prompt: None,
-                    notes: Vec::new(),
-                });
-                failed.push(c);
-                continue;
-            }
-            Err(e) => return Err(e),
-        };
-        out.comps.push(CompactionRow {
-            scenario: s.id.clone(),
-            condition: c.as_str().to_owned(),
-            rep,
-            tokens_before: cp.tokens_before,
-            tokens_after: cp.tokens_after,
-            messages_before: s.messages.len(),
-            messages_after: cp.messages.len(),
-            fallback: cp.report.as_ref().and_then(|r| r.fallback.clone()),
-            verbatim: cp.report.as_ref().map_or(0, |r| r.verbatim.len()),
-            dropped: cp.report.as_ref().map_or(0, |r| r.dropped.len()),
-            evaluator_calls: cp.evaluator_calls,
-            approximate_counts: cp.approximate_counts,
-            compaction_ms: cp.compaction_ms,
-            error: None,
-            kept_original: cp.report.as_ref().and_then(|r| r.kept_original.clone()),
-            summary_prompt: cp.summary_prompt.map(str::to_owned),
-            notes: cp.notes.clone(),
-        });
-        if c == Condition::Full {
-            ask_condition(model, s, c, &cp, rep, seed, cfg, &mut first_with, &mut out)?;
-            step(format!("{} · {} · rep {}", s.id, c, rep + 1));
-        } else {
-            compacted.push((c, cp));
-        }
-    }
-    for c in &failed {
-        for p in &s.probes {
-            out.rows.push(ScoreRow {
-                scenario: s.id.clone(),
-                probe: p.id.clone(),
-                condition: c.as_str().to_owned(),
-                dimension: enum_name(&p.dimension),
-                score: 0,
-                answer: String::new(),
-                class: enum_name(&s.class),
-                length: enum_name(&s.length),
-                rep,
-                judge: cfg.scorers.judge.then_some(0),
-                judge_raw: None,
-                stop_reason: "compaction_failed".to_owned(),
-                completion_tokens: 0,
-                thinking_tokens: 0,
-                retried: false,
-                shared_from: None,
-            });
-        }
-        step(format!("{} · {} · rep {} (compaction failed)", s.id, c, rep + 1));
-    }
-    compacted.sort_by_key(|(c, _)| cfg.conditions.iter().position(|x| x == c));
-    for (c, cp) in &compacted {
-        ask_condition(model, s, *c, cp, rep, seed, cfg, &mut first_with, &mut out)?;
-        step(format!("{} · {} · rep {}", s.id, c, rep + 1));
-    }
-    let pos = |c: &str| cfg.conditions.iter().position(|x| x.as_str() == c);
-    let probe_pos = |id: &str| s.probes.iter().position(|p| p.id == id);
-    out.rows.sort_by_key(|r| (pos(&r.condition), probe_pos(&r.probe)));
-    out.comps.sort_by_key(|r| pos(&r.condition));
-    // Controls (once per probe, first repetition) and judge grades, probe by probe.
-    for p in &s.probes {
-        let mut graded: Vec<(String, crate::judge::Verdict)> = Vec::new();
-        let mut grade_once = |answer: &str, shared: &mut usize| -> Result<crate::judge::Verdict> {
-            if let Some((_, v)) = graded.iter().find(|(a, _)| a == answer) {
-                *shared += 1;
-                return Ok(v.clone());
-            }
-            let v = grade(judge_model, p, answer)?;
-            graded.push((answer.to_owned(), v.clone()));
-            Ok(v)
-        };
-        if rep == 0 {
-            let other = other_entity(scenarios, si, p);
-            for ctl in Control::ALL {
-                let answer = ctl.answer(p, &other);
-                let judge_score = if cfg.scorers.judge { grade_once(&answer, &mut out.grades_shared)?.score } else { None };
-                out.controls.push(ControlRow {
-                    scenario: s.id.clone(),
-                    probe: p.id.clone(),
-                    control: ctl.as_str().to_owned(),
-                    keyword: crate::keyword::score(&answer, &p.required, &p.partial),
-                    answer,
-                    judge: judge_score,
-                });
-            }
-        }
-        if cfg.scorers.judge {
-            for r in out.rows.iter_mut().filter(|r| r.probe == p.id && r.stop_reason != "compaction_failed") {
-                let v = grade_once(&r.answer, &mut out.grades_shared)?;
-                r.judge = v.score;
-                r.judge_raw = Some(v.raw);
-            }
-        }
-    }
-    Ok(out)
+fn work_total(scenarios: &[LoadedScenario], cfg: &RunConfig) -> u64 {
+    items(scenarios, cfg.reps).into_iter().map(|i| weight(scenarios, i)).sum::<u64>() * cfg.conditions.len() as u64
 }
 
 /// Work items, the longest scenarios first so that parallel workers finish together.
@@ -444,20 +189,24 @@ pub fn run_suite(
     let judge_model = judge.unwrap_or(model);
     let t0 = Instant::now();
     model.reset_stats();
+    model.set_branched(cfg.branched);
     if !std::ptr::eq(judge_model, model) {
         judge_model.reset_stats();
     }
     let total = u64::from(cfg.reps) * scenarios.len() as u64 * cfg.conditions.len() as u64;
     let mut done = 0;
+    let (mut work_done, work_total) = (0, work_total(scenarios, cfg));
     let mut outs = Vec::new();
     let cancelled = || model.is_cancelled() || judge_model.is_cancelled();
     for item in items(scenarios, cfg.reps) {
         if cancelled() {
             return Err(BenchError::Cancelled);
         }
+        let w = weight(scenarios, item);
         let out = run_scenario(model, judge_model, scenarios, item, cfg, &mut |label| {
             done += 1;
-            progress(Progress { done, total, label });
+            work_done += w;
+            progress(Progress { done, total, label, work_done, work_total });
         })
         .map_err(|e| if cancelled() { BenchError::Cancelled } else { e })?;
         outs.push((item, out));
@@ -497,7 +246,7 @@ pub fn run_suite_parallel(workers: Vec<Worker>, scenarios: &[LoadedScenario], cf
     let stop = std::sync::atomic::AtomicBool::new(false);
     let total = u64::from(cfg.reps) * scenarios.len() as u64 * cfg.conditions.len() as u64;
     enum Msg {
-        Step(String),
+        Step(String, u64),
         Done(usize, Box<Result<ScenarioOut>>),
     }
     let (tx, rx) = std::sync::mpsc::channel::<Msg>();
@@ -511,6 +260,7 @@ pub fn run_suite_parallel(workers: Vec<Worker>, scenarios: &[LoadedScenario], cf
                 let (work, next, stop) = (&work, &next, &stop);
                 scope.spawn(move || {
                     w.model.reset_stats();
+                    w.model.set_branched(cfg.branched);
                     if let Some(j) = &w.judge {
                         j.reset_stats();
                     }
@@ -518,8 +268,9 @@ pub fn run_suite_parallel(workers: Vec<Worker>, scenarios: &[LoadedScenario], cf
                     while !stop.load(std::sync::atomic::Ordering::SeqCst) && !w.model.is_cancelled() && !judge.is_cancelled() {
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                         let Some(&item) = work.get(i) else { break };
+                        let weight = weight(scenarios, item);
                         let r = run_scenario(&w.model, judge, scenarios, item, cfg, &mut |label| {
-                            let _ = tx.send(Msg::Step(label));
+                            let _ = tx.send(Msg::Step(label, weight));
                         });
                         if r.is_err() {
                             stop.store(true, std::sync::atomic::Ordering::SeqCst);
@@ -532,11 +283,13 @@ pub fn run_suite_parallel(workers: Vec<Worker>, scenarios: &[LoadedScenario], cf
             .collect();
         drop(tx);
         let mut done = 0;
+        let (mut work_done, work_total) = (0, work_total(scenarios, cfg));
         for m in rx {
             match m {
-                Msg::Step(label) => {
+                Msg::Step(label, w) => {
                     done += 1;
-                    progress(Progress { done, total, label });
+                    work_done += w;
+                    progress(Progress { done, total, label, work_done, work_total });
                 }
                 Msg::Done(i, r) => outs.push((i, *r)),
             }

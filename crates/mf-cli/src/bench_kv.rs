@@ -21,6 +21,10 @@ pub struct BenchKvArgs {
     /// CPU threads (default: all).
     #[arg(long)]
     pub threads: Option<i32>,
+    /// Sliding-window models (Gemma 3): a window-sized cache for the window
+    /// layers, trimmed through context checkpoints, instead of `swa_full`.
+    #[arg(long)]
+    pub no_swa_full: bool,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -28,7 +32,7 @@ pub struct BenchKvArgs {
 
 /// Runs the benchmark and prints its report.
 pub fn run(args: BenchKvArgs) -> anyhow::Result<()> {
-    let config = BenchKvConfig { model_path: args.model.clone(), n_ctx: args.ctx, reply_tokens: args.reply_tokens, n_threads: args.threads };
+    let config = BenchKvConfig { model_path: args.model.clone(), n_ctx: args.ctx, reply_tokens: args.reply_tokens, n_threads: args.threads, swa_full: !args.no_swa_full };
     let report = run_bench(&config).with_context(|| format!("bench-kv on {}", args.model.display()))?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

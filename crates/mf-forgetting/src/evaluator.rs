@@ -16,6 +16,16 @@ pub trait ProbeEvaluator {
     /// Any failure of the evaluation; the plan fails with it.
     fn perf(&mut self, context: &[Message]) -> Result<f64, ForgettingError>;
 
+    /// [`perf`](Self::perf) of several contexts, in order. An evaluator that
+    /// can answer them side by side (a model decoding their shared prefix
+    /// once) overrides it; the results must equal `perf` one by one.
+    ///
+    /// # Errors
+    /// The first failure.
+    fn perf_many(&mut self, contexts: &[Vec<Message>]) -> Result<Vec<f64>, ForgettingError> {
+        contexts.iter().map(|c| self.perf(c)).collect()
+    }
+
     /// What this evaluator is, for the plan's notes.
     fn describe(&self) -> String;
 }

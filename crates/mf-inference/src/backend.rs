@@ -90,6 +90,20 @@ pub trait Backend: Send + Sync {
     /// early when `cancel` is set (the reply then has `StopReason::Cancelled`).
     fn generate<'a>(&'a self, request: GenerateRequest, sink: Option<TokenSink>, cancel: CancelToken) -> BoxFuture<'a, Result<Generation>>;
 
+    /// Answers several requests, replies in request order. A backend that
+    /// keeps a KV cache decodes the prefix the prompts share once and
+    /// generates the answers side by side (llama.cpp); this default asks
+    /// them one after the other.
+    fn generate_branches<'a>(&'a self, requests: Vec<GenerateRequest>, cancel: CancelToken) -> BoxFuture<'a, Result<Vec<Generation>>> {
+        Box::pin(async move {
+            let mut out = Vec::with_capacity(requests.len());
+            for r in requests {
+                out.push(self.generate(r, None, cancel.clone()).await?);
+            }
+            Ok(out)
+        })
+    }
+
     /// Tokens the rendered prompt of this conversation takes (generation prompt included).
     fn count_tokens<'a>(&'a self, messages: &'a [ChatMessage], tools: &'a [ToolSpec]) -> BoxFuture<'a, Result<u32>>;
 

@@ -74,6 +74,9 @@ pub struct ModelCalls<'a> {
     pub cancel: &'a CancelToken,
     /// Told of every generation.
     pub on_call: CallHook<'a>,
+    /// Answer v2.1's withholding trials in one branched call
+    /// ([`Backend::generate_branches`]) instead of one after the other.
+    pub branched: bool,
 }
 
 impl std::fmt::Debug for ModelCalls<'_> {
@@ -96,6 +99,25 @@ impl ModelCalls<'_> {
             return Err("cancelled".into());
         }
         Ok(g)
+    }
+
+    /// Runs several generations as one branched call (no tools); each is
+    /// reported to `on_call` with an even share of the call's time.
+    fn generate_branches(&self, requests: Vec<(Vec<ChatMessage>, Sampling)>, purpose: Purpose) -> Result<Vec<Generation>, String> {
+        if self.cancel.is_cancelled() {
+            return Err("cancelled".into());
+        }
+        let t = Instant::now();
+        let n = requests.len().max(1) as u32;
+        let reqs = requests.into_iter().map(|(messages, sampling)| GenerateRequest { messages, tools: Vec::new(), sampling }).collect();
+        let gs = self.handle.block_on(self.backend.generate_branches(reqs, self.cancel.clone())).map_err(|e| e.to_string())?;
+        for g in &gs {
+            (self.on_call)(purpose, g, t.elapsed() / n);
+        }
+        if gs.iter().any(|g| g.stop_reason == StopReason::Cancelled) {
+            return Err("cancelled".into());
+        }
+        Ok(gs)
     }
 
     fn count(&self, msgs: &[ChatMessage], tools: &[ToolSpec]) -> Result<u32, String> {

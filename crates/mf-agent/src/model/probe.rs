@@ -2,7 +2,7 @@
 //! the checkable terms of its full-context answer that its answer keeps.
 
 use mf_forgetting::{ForgettingError, Message, ProbeEvaluator};
-use mf_inference::{ChatMessage, Sampling};
+use mf_inference::{ChatMessage, Generation, Sampling};
 
 use super::{ModelCalls, chat_history};
 use crate::events::Purpose;
@@ -60,16 +60,20 @@ pub fn checkable_terms(text: &str) -> Vec<String> {
     out
 }
 
-impl ProbeEvaluator for ModelProbe<'_> {
-    fn perf(&mut self, context: &[Message]) -> Result<f64, ForgettingError> {
+impl ModelProbe<'_> {
+    /// The messages of one test over `context`, checked to fit the window.
+    fn messages(&self, context: &[Message]) -> Result<Vec<ChatMessage>, ForgettingError> {
         let mut msgs = chat_history(context);
         msgs.push(ChatMessage::user(format!("{PROBE_PROMPT}{}", self.question)));
         let n = self.model.count(&msgs, &[]).map_err(ForgettingError::Evaluator)?;
         if n + self.max_tokens > self.model.backend.context_size() {
             return Err(ForgettingError::Evaluator("the probe does not fit the context window".into()));
         }
-        self.calls += 1;
-        let g = self.model.generate(msgs, Vec::new(), Sampling::greedy(self.max_tokens), Purpose::Probe).map_err(ForgettingError::Evaluator)?;
+        Ok(msgs)
+    }
+
+    /// Perf of one answer; the first answer (the full context's) sets the reference.
+    fn score(&mut self, g: &Generation) -> Result<f64, ForgettingError> {
         let answer = g.content.to_lowercase();
         let reference = match &self.reference {
             Some(r) => r.clone(),
@@ -84,6 +88,28 @@ impl ProbeEvaluator for ModelProbe<'_> {
         };
         let kept = reference.iter().filter(|t| answer.contains(t.as_str())).count();
         Ok(kept as f64 / reference.len() as f64)
+    }
+}
+
+impl ProbeEvaluator for ModelProbe<'_> {
+    fn perf(&mut self, context: &[Message]) -> Result<f64, ForgettingError> {
+        let msgs = self.messages(context)?;
+        self.calls += 1;
+        let g = self.model.generate(msgs, Vec::new(), Sampling::greedy(self.max_tokens), Purpose::Probe).map_err(ForgettingError::Evaluator)?;
+        self.score(&g)
+    }
+
+    fn perf_many(&mut self, contexts: &[Vec<Message>]) -> Result<Vec<f64>, ForgettingError> {
+        if !self.model.branched || contexts.len() < 2 || self.reference.is_none() {
+            return contexts.iter().map(|c| self.perf(c)).collect();
+        }
+        let mut requests = Vec::with_capacity(contexts.len());
+        for c in contexts {
+            requests.push((self.messages(c)?, Sampling::greedy(self.max_tokens)));
+        }
+        self.calls += requests.len();
+        let gs = self.model.generate_branches(requests, Purpose::Probe).map_err(ForgettingError::Evaluator)?;
+        gs.iter().map(|g| self.score(g)).collect()
     }
 
     fn describe(&self) -> String {

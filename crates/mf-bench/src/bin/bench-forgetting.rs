@@ -190,6 +190,10 @@ struct RunArgs {
     /// the highest Δ while evaluations remain.
     #[arg(long, default_value_t = 0)]
     withholding_budget: usize,
+    /// Ask the probes of one compacted context in one branched call: the
+    /// context decoded once, the answers generated side by side (llama.cpp).
+    #[arg(long)]
+    branched: bool,
     /// Summary pass limit in tokens (METHOD.md §2: 256).
     #[arg(long, default_value_t = 256)]
     summary_tokens: u32,
@@ -483,6 +487,7 @@ fn bench(a: RunArgs) -> Result<()> {
             p
         },
         scenarios_dir: a.scenarios.display().to_string(),
+        branched: a.branched,
         ..RunConfig::default()
     };
     let (n_workers, per_worker) = split_threads(&a)?;
@@ -499,21 +504,26 @@ fn bench(a: RunArgs) -> Result<()> {
         }
         let name = workers[0].model.info().name.clone();
         let local = workers[0].model.reports_kv;
+        // The bar counts work (steps weighted by their scenario's size), so
+        // its ETA does not lurch between a long scenario's steps and a short one's.
         let bar = indicatif::ProgressBar::new(0);
         bar.set_style(
-            indicatif::ProgressStyle::with_template("{prefix} [{elapsed_precise}] {wide_bar} {pos}/{len} {msg}")
+            indicatif::ProgressStyle::with_template("{prefix} [{elapsed_precise}] {wide_bar} {percent:>3}% ETA {eta} {msg}")
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
         bar.set_prefix(name);
         let started = std::time::Instant::now();
         let mut on_progress = |p: mf_bench::run::Progress| {
+            let elapsed = started.elapsed().as_secs_f64();
             // Without a terminal (a log file) the bar is hidden: print one line per step instead.
             if bar.is_hidden() {
-                eprintln!("[{:>6.0} s] {}/{} {}", started.elapsed().as_secs_f64(), p.done, p.total, p.label);
+                let eta = (p.work_done > 0).then(|| elapsed * (p.work_total - p.work_done.min(p.work_total)) as f64 / p.work_done as f64);
+                let eta = eta.map_or_else(|| "?".to_owned(), |s| format!("{s:.0} s"));
+                eprintln!("[{elapsed:>6.0} s, ETA {eta}] {}/{} {}", p.done, p.total, p.label);
             }
-            bar.set_length(p.total);
-            bar.set_position(p.done);
-            bar.set_message(p.label);
+            bar.set_length(p.work_total);
+            bar.set_position(p.work_done);
+            bar.set_message(format!("{}/{} {}", p.done, p.total, p.label));
         };
         let mut r = run_suite_parallel(workers, &scenarios, &cfg, &mut on_progress)?;
         if local {

@@ -40,38 +40,42 @@ pub(super) fn withholding(
     let order: Vec<usize> = units.keys().copied().collect();
     let full = e.perf(messages)?;
     let mut evaluations = 1;
-    let mut eval = |block: &[usize], evaluations: &mut usize| -> Result<f64, ForgettingError> {
+    // The contexts of one round are evaluated together (`perf_many`): they
+    // share the history up to their first withheld message.
+    let without = |block: &[usize]| -> Vec<Message> {
         let out: BTreeSet<usize> = block.iter().flat_map(|u| units[u].iter().copied()).collect();
-        let without: Vec<Message> =
-            messages.iter().enumerate().filter(|(i, _)| !out.contains(i)).map(|(_, m)| m.clone()).collect();
-        *evaluations += 1;
-        Ok(full - e.perf(&without)?)
+        messages.iter().enumerate().filter(|(i, _)| !out.contains(i)).map(|(_, m)| m.clone()).collect()
+    };
+    let mut eval = |blocks: &[Vec<usize>], evaluations: &mut usize| -> Result<Vec<f64>, ForgettingError> {
+        let contexts: Vec<Vec<Message>> = blocks.iter().map(|b| without(b)).collect();
+        *evaluations += blocks.len();
+        Ok(e.perf_many(&contexts)?.into_iter().map(|p| full - p).collect())
     };
     let n = order.len();
     let mut delta = BTreeMap::new();
     if budget == 0 || budget > n {
-        for &u in &order {
-            let d = eval(&[u], &mut evaluations)?;
+        let blocks: Vec<Vec<usize>> = order.iter().map(|&u| vec![u]).collect();
+        for (&u, d) in order.iter().zip(eval(&blocks, &mut evaluations)?) {
             delta.insert(u, (d, 1));
         }
         return Ok(Withheld { delta, evaluations });
     }
     let first = ((budget - 1) / 2).clamp(1, n);
     let mut frontier: Vec<(f64, Vec<usize>)> = Vec::new();
-    let mut test = |block: Vec<usize>, evaluations: &mut usize, delta: &mut BTreeMap<usize, (f64, usize)>, frontier: &mut Vec<(f64, Vec<usize>)>| {
-        let d = eval(&block, evaluations)?;
-        for &u in &block {
-            delta.insert(u, (d, block.len()));
-        }
-        if block.len() > 1 && d > eps {
-            frontier.push((d, block));
+    let mut test = |blocks: Vec<Vec<usize>>, evaluations: &mut usize, delta: &mut BTreeMap<usize, (f64, usize)>, frontier: &mut Vec<(f64, Vec<usize>)>| {
+        let ds = eval(&blocks, evaluations)?;
+        for (block, d) in blocks.into_iter().zip(ds) {
+            for &u in &block {
+                delta.insert(u, (d, block.len()));
+            }
+            if block.len() > 1 && d > eps {
+                frontier.push((d, block));
+            }
         }
         Ok::<(), ForgettingError>(())
     };
-    for k in 0..first {
-        let block = order[k * n / first..(k + 1) * n / first].to_vec();
-        test(block, &mut evaluations, &mut delta, &mut frontier)?;
-    }
+    let blocks: Vec<Vec<usize>> = (0..first).map(|k| order[k * n / first..(k + 1) * n / first].to_vec()).collect();
+    test(blocks, &mut evaluations, &mut delta, &mut frontier)?;
     while budget.saturating_sub(evaluations) >= 2 && !frontier.is_empty() {
         let best = frontier
             .iter()
@@ -80,8 +84,7 @@ pub(super) fn withholding(
             .map_or(0, |(i, _)| i);
         let (_, block) = frontier.swap_remove(best);
         let (left, right) = block.split_at(block.len() / 2);
-        test(left.to_vec(), &mut evaluations, &mut delta, &mut frontier)?;
-        test(right.to_vec(), &mut evaluations, &mut delta, &mut frontier)?;
+        test(vec![left.to_vec(), right.to_vec()], &mut evaluations, &mut delta, &mut frontier)?;
     }
     Ok(Withheld { delta, evaluations })
 }

@@ -77,6 +77,16 @@ pub struct LlamaConfig {
     /// the last token of every prompt).
     #[serde(default = "default_checkpoint_every")]
     pub checkpoint_every: u32,
+    /// Sequences a branched call ([`LlamaSession::generate_branches`]) forks
+    /// at once beside the shared prefix; 0 runs every prompt of such a call
+    /// the plain way, one after the other. (Sliding-window models without
+    /// `swa_full` always do.)
+    #[serde(default = "default_branches")]
+    pub branches: u32,
+}
+
+fn default_branches() -> u32 {
+    8
 }
 
 fn default_checkpoints() -> u32 {
@@ -114,6 +124,7 @@ impl LlamaConfig {
             kv_shift: default_kv_shift(),
             checkpoints: default_checkpoints(),
             checkpoint_every: default_checkpoint_every(),
+            branches: default_branches(),
         }
     }
 
@@ -144,6 +155,11 @@ pub(crate) enum Command {
         sink: Option<TokenSink>,
         cancel: CancelToken,
         reply: oneshot::Sender<Result<Generation>>,
+    },
+    Branches {
+        requests: Vec<worker::BranchRequest>,
+        cancel: CancelToken,
+        reply: oneshot::Sender<Result<Vec<Generation>>>,
     },
     CountTokens {
         text: String,
@@ -327,6 +343,53 @@ impl LlamaSession {
         self.call_blocking(make)?
     }
 
+    fn branch_requests(&self, requests: &[GenerateRequest]) -> Result<Vec<worker::BranchRequest>> {
+        requests
+            .iter()
+            .map(|r| Ok(worker::BranchRequest { prompt: self.render(&r.messages, &r.tools, &r.sampling)?, sampling: r.sampling.clone() }))
+            .collect()
+    }
+
+    /// Whether a branched call must take the plain path: branches sample
+    /// without the tool-call grammar.
+    fn branches_need_grammar(&self, requests: &[GenerateRequest]) -> bool {
+        self.tool_grammar && requests.iter().any(|r| !r.tools.is_empty())
+    }
+
+    /// Answers several requests whose prompts share a prefix: the prefix is
+    /// decoded once and each request continues on a copy of it, all of them
+    /// generating side by side (see the worker's `branch` module). Replies in
+    /// request order, without streaming.
+    ///
+    /// # Errors
+    /// As [`generate`](Self::generate), for the first request that fails.
+    pub async fn generate_branches(&self, requests: Vec<GenerateRequest>, cancel: CancelToken) -> Result<Vec<Generation>> {
+        if self.branches_need_grammar(&requests) {
+            let mut out = Vec::with_capacity(requests.len());
+            for r in requests {
+                out.push(self.generate(r, None, cancel.clone()).await?);
+            }
+            return Ok(out);
+        }
+        let requests = self.branch_requests(&requests)?;
+        self.call(|reply| Command::Branches { requests, cancel, reply }).await?
+    }
+
+    /// Blocking [`generate_branches`](Self::generate_branches).
+    ///
+    /// # Errors
+    /// As [`generate_branches`](Self::generate_branches).
+    ///
+    /// # Panics
+    /// When called from inside an async runtime.
+    pub fn generate_branches_blocking(&self, requests: Vec<GenerateRequest>, cancel: CancelToken) -> Result<Vec<Generation>> {
+        if self.branches_need_grammar(&requests) {
+            return requests.into_iter().map(|r| self.generate_blocking(r, None, cancel.clone())).collect();
+        }
+        let requests = self.branch_requests(&requests)?;
+        self.call_blocking(|reply| Command::Branches { requests, cancel, reply })?
+    }
+
     /// Tokens of `text` as this model tokenises a prompt (BOS included where the model adds one).
     ///
     /// # Errors
@@ -463,6 +526,10 @@ impl Drop for LlamaSession {
 impl Backend for LlamaSession {
     fn generate<'a>(&'a self, request: GenerateRequest, sink: Option<TokenSink>, cancel: CancelToken) -> BoxFuture<'a, Result<Generation>> {
         Box::pin(LlamaSession::generate(self, request, sink, cancel))
+    }
+
+    fn generate_branches<'a>(&'a self, requests: Vec<GenerateRequest>, cancel: CancelToken) -> BoxFuture<'a, Result<Vec<Generation>>> {
+        Box::pin(LlamaSession::generate_branches(self, requests, cancel))
     }
 
     fn count_tokens<'a>(&'a self, messages: &'a [ChatMessage], tools: &'a [ToolSpec]) -> BoxFuture<'a, Result<u32>> {

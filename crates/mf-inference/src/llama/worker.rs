@@ -1,11 +1,19 @@
 //! The worker thread: owns model and context, serves commands one at a time.
 
+mod branch;
+pub(crate) use self::branch::BranchRequest;
+mod checkpoint;
+mod shift;
+mod snapshot;
+
+use std::collections::HashMap;
 use std::io::Read as _;
 use std::num::NonZeroU32;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
+use llama_cpp_2::{LlamaStateSeqFlags, SeqState};
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend;
@@ -17,13 +25,11 @@ use llama_cpp_2::token::LlamaToken;
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
-use std::collections::HashMap;
-
-use llama_cpp_2::{LlamaStateSeqFlags, SeqState};
-
+use self::checkpoint::{Checkpoint, CheckpointPolicy};
+use self::shift::{MIN_SHIFT, find_block, memory_can_shift};
 use super::reply_text::{Next, ReplyText};
 use super::{Command, KvMemory, LlamaConfig, Ready};
-use crate::backend::{CancelToken, KvSnapshot, SnapshotSlot, TokenSink};
+use crate::backend::{CancelToken, SnapshotSlot, TokenSink};
 use crate::error::{InferenceError, Result};
 use crate::grammar::ToolGrammar;
 use crate::reply::assemble;
@@ -31,14 +37,6 @@ use crate::template::RenderedPrompt;
 use crate::types::{Generation, KvPath, KvStats, ModelInfo, Sampling, StopReason, StreamEvent, Usage};
 
 const SEQ: i32 = 0;
-/// Where a shifted tail waits while the gap before it is decoded: llama.cpp
-/// only appends to a sequence (a batch must start at its last position + 1),
-/// so the tail leaves sequence 0 for that time.
-const SCRATCH: i32 = 1;
-/// Cached tokens worth moving rather than decoding again.
-const MIN_SHIFT: usize = 16;
-/// Tokens of the n-grams that anchor the search for a shiftable block.
-const GRAM: usize = 8;
 
 /// Checks the file before llama.cpp sees it: exists, non-empty, GGUF magic.
 pub(crate) fn check_gguf(path: &Path) -> Result<()> {
@@ -115,10 +113,14 @@ fn serve(backend: &LlamaBackend, config: &LlamaConfig, model: &LlamaModel, ready
     let n_batch = config.n_batch.clamp(1, n_ctx);
     let sliding_window = architecture_key(model, "attention.sliding_window").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
     let shift = config.kv_shift && memory_can_shift(model, sliding_window, config.swa_full);
+    // A sliding-window cache without `swa_full` grows with every sequence it
+    // may hold, and its checkpoints cover sequence 0 only: no branches there.
+    let branches = if sliding_window > 0 && !config.swa_full { 0 } else { config.branches as usize };
     let params = LlamaContextParams::default()
         // A second sequence parks a shifted tail; the unified cache lets the
         // two share cells (a copy between them only tags cells).
-        .with_n_seq_max(if shift { 2 } else { 1 })
+        // Branches fork up to `branches` more (sequence 0 keeps the trunk).
+        .with_n_seq_max(1 + branches.max(usize::from(shift)) as u32)
         .with_kv_unified(true)
         .with_n_ctx(NonZeroU32::new(n_ctx))
         .with_n_batch(n_batch)
@@ -178,6 +180,7 @@ fn serve(backend: &LlamaBackend, config: &LlamaConfig, model: &LlamaModel, ready
         key,
         partial_trim,
         shift,
+        branches,
         checkpoint,
         checkpoints: Vec::new(),
         memory: HashMap::new(),
@@ -200,67 +203,7 @@ fn partial_trim_rope(model: &LlamaModel) -> bool {
     !matches!(model.rope_type(), Some(RopeType::MRope | RopeType::IMRope | RopeType::Vision)) && !model.is_recurrent() && !model.is_hybrid()
 }
 
-/// Where checkpoints are taken and how many are kept.
-#[derive(Debug, Clone, Copy)]
-struct CheckpointPolicy {
-    every: usize,
-    keep: usize,
-}
 
-/// The sliding-window state of the sequence when it held exactly `pos` tokens.
-struct Checkpoint {
-    pos: usize,
-    state: SeqState,
-}
-
-/// Whether llama.cpp's memory for this model and context can shift positions
-/// (`llama_memory_can_shift`). llama-cpp-2 0.1.160 wraps neither that call nor
-/// hands out the context pointer it needs, so this asks the same questions of
-/// the model: a recurrent or hybrid memory, a multi-position RoPE
-/// (`n_pos_per_embd > 1`) or Step35's per-layer RoPE cannot shift, and a
-/// sliding-window cache only when it is as large as the full one (`swa_full`).
-/// Shifting where llama.cpp cannot aborts the process, so this errs towards no.
-fn memory_can_shift(model: &LlamaModel, sliding_window: u64, swa_full: bool) -> bool {
-    let arch = model.meta_val_str("general.architecture").unwrap_or_default();
-    !model.is_recurrent()
-        && !model.is_hybrid()
-        && !matches!(model.rope_type(), Some(RopeType::MRope | RopeType::IMRope | RopeType::Vision))
-        && arch != "step35"
-        && (sliding_window == 0 || swa_full)
-}
-
-/// The longest block of `cached[p..]` that `prompt` repeats at or after `p`,
-/// as `(cached start, prompt start, length)`: after a compaction, the recent
-/// tail that now follows a summary. Anchored on `GRAM`-token n-grams; an
-/// n-gram seen more than 64 times in the cache (a run of one token) anchors
-/// nothing, which bounds the search on repetitive text.
-fn find_block(cached: &[LlamaToken], prompt: &[LlamaToken], p: usize) -> Option<(usize, usize, usize)> {
-    if cached.len() < p + GRAM || prompt.len() < p + GRAM {
-        return None;
-    }
-    let mut index: HashMap<&[LlamaToken], Vec<usize>> = HashMap::new();
-    for a in p..=cached.len() - GRAM {
-        index.entry(&cached[a..a + GRAM]).or_default().push(a);
-    }
-    let mut best: Option<(usize, usize, usize)> = None;
-    for c in p..=prompt.len() - GRAM {
-        let Some(starts) = index.get(&prompt[c..c + GRAM]) else { continue };
-        if starts.len() > 64 {
-            continue;
-        }
-        for &a in starts {
-            // Only maximal blocks: one that extends to the left was measured from its start.
-            if a > p && c > p && cached[a - 1] == prompt[c - 1] {
-                continue;
-            }
-            let k = cached[a..].iter().zip(&prompt[c..]).take_while(|(x, y)| x == y).count();
-            if best.is_none_or(|(_, _, b)| k > b) {
-                best = Some((a, c, k));
-            }
-        }
-    }
-    best
-}
 
 /// `{architecture}.{suffix}` from the GGUF metadata.
 fn architecture_key(model: &LlamaModel, suffix: &str) -> Option<String> {
@@ -282,6 +225,8 @@ struct Worker<'m> {
     /// Whether a cached tail may be shifted to a new position (the setting
     /// and the memory's ability).
     shift: bool,
+    /// Sequences a branched call may fork at once (0: it runs the plain path).
+    branches: usize,
     /// Set for sliding-window models without `swa_full`.
     checkpoint: Option<CheckpointPolicy>,
     /// Ascending by position; every one a state of a prefix of `cached`.
@@ -290,19 +235,6 @@ struct Worker<'m> {
     memory: HashMap<String, (SeqState, Vec<LlamaToken>)>,
 }
 
-/// What `FILE.key` holds beside a snapshot file.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct KeyFile {
-    /// Tokens saved.
-    tokens: u32,
-    /// Bytes of the state file.
-    bytes: u64,
-    /// The model + context key.
-    key: String,
-    /// The token ids, position by position.
-    #[serde(default)]
-    ids: Vec<i32>,
-}
 
 fn ids(tokens: &[LlamaToken]) -> Vec<i32> {
     tokens.iter().map(|t| t.0).collect()
@@ -313,6 +245,9 @@ impl Worker<'_> {
         match cmd {
             Command::Generate { prompt, sampling, grammar, sink, cancel, reply } => {
                 let _ = reply.send(self.generate(&prompt, &sampling, grammar.as_ref(), sink.as_ref(), &cancel));
+            }
+            Command::Branches { requests, cancel, reply } => {
+                let _ = reply.send(self.generate_branches(&requests, &cancel));
             }
             Command::CountTokens { text, reply } => {
                 let _ = reply.send(Ok(self.tokenize(&text).len() as u32));
@@ -361,51 +296,6 @@ impl Worker<'_> {
         self.last_logits = None;
     }
 
-    /// Saves the sliding-window state now (the sequence holds `cached`).
-    /// The lowest two checkpoints are kept longest: a compaction cuts just
-    /// after the pinned head, near the start; the rest are the newest.
-    fn save_checkpoint(&mut self) {
-        let Some(policy) = self.checkpoint else { return };
-        let pos = self.cached.len();
-        if pos == 0 || self.checkpoints.last().is_some_and(|c| c.pos >= pos) {
-            return;
-        }
-        match self.ctx.state_seq_get(SEQ, LlamaStateSeqFlags::PARTIAL_ONLY) {
-            Ok(state) => self.checkpoints.push(Checkpoint { pos, state }),
-            Err(e) => tracing::warn!(pos, "context checkpoint not saved: {e}"),
-        }
-        while self.checkpoints.len() > policy.keep.max(1) {
-            let drop = if self.checkpoints.len() > 2 { 2 } else { 0 };
-            self.checkpoints.remove(drop.min(self.checkpoints.len() - 1));
-        }
-    }
-
-    /// Cuts the sequence to the checkpoint nearest at or before `p`: the
-    /// full-attention layers are trimmed, the window's state is put back as
-    /// it was. Returns the position resumed from, `None` when no checkpoint
-    /// fits or llama.cpp refused (the caller clears).
-    fn restore_checkpoint(&mut self, p: usize) -> Option<usize> {
-        self.checkpoints.retain(|c| c.pos <= p);
-        let cp = self.checkpoints.last()?;
-        let (q, state) = (cp.pos, cp.state.clone());
-        let removed = self.ctx.clear_kv_cache_seq(Some(SEQ as u32), Some(q as u32), None).unwrap_or(false);
-        if !removed {
-            tracing::warn!(q, "the memory refused to cut at a checkpoint");
-            return None;
-        }
-        if let Err(e) = self.ctx.state_seq_set(&state, SEQ) {
-            tracing::warn!(q, "context checkpoint not restored: {e}");
-            return None;
-        }
-        let held = (self.ctx.kv_cache_seq_pos_min(SEQ), self.ctx.kv_cache_seq_pos_max(SEQ));
-        if held.1 != q as i32 - 1 {
-            tracing::warn!(q, ?held, "the restored checkpoint does not end where it was taken");
-            return None;
-        }
-        self.cached.truncate(q);
-        self.last_logits = None;
-        Some(q)
-    }
 
     fn tokenize(&self, text: &str) -> Vec<LlamaToken> {
         let vocab = self.model.vocab();
@@ -511,46 +401,6 @@ impl Worker<'_> {
         Ok((lcp, 0))
     }
 
-    /// Keeps `prompt[..p]`, drops the cached tokens `[p, a)` and those after
-    /// `a + k`, moves the cached block `[a, a + k)` to positions `[c, c + k)`
-    /// and decodes `prompt[p..c]` in the gap. Returns `false` when cancelled
-    /// while decoding the gap (the cache then holds a prefix of the prompt,
-    /// the tail dropped). On an error the caller clears the cache.
-    fn shift_tail(&mut self, prompt: &[LlamaToken], p: usize, a: usize, c: usize, k: usize, cancel: &CancelToken) -> Result<bool> {
-        let pos = |x: usize| u32::try_from(x).map_err(|_| InferenceError::Decode("a position beyond u32".into()));
-        let fail = |what: &str| InferenceError::Decode(format!("KV shift: {what}"));
-        let rm = |ctx: &mut LlamaContext<'_>, seq: i32, p0: Option<u32>| ctx.clear_kv_cache_seq(Some(seq as u32), p0, None).unwrap_or(false);
-        self.last_logits = None;
-        if !rm(&mut self.ctx, SEQ, Some(pos(a + k)?)) {
-            return Err(fail("the memory refused to drop the tokens after the block"));
-        }
-        self.ctx.kv_cache_seq_cp(SEQ, SCRATCH, Some(pos(a)?), Some(pos(a + k)?)).map_err(|e| fail(&e.to_string()))?;
-        if !rm(&mut self.ctx, SEQ, Some(pos(p)?)) {
-            return Err(fail("the memory refused to drop the replaced range"));
-        }
-        self.cached.truncate(p);
-        if c != a {
-            let delta = i32::try_from(c as i64 - a as i64).map_err(|_| fail("a shift beyond i32"))?;
-            self.ctx.kv_cache_seq_add(SCRATCH, Some(pos(a)?), Some(pos(a + k)?), delta).map_err(|e| fail(&e.to_string()))?;
-        }
-        let parked = (self.ctx.kv_cache_seq_pos_min(SCRATCH), self.ctx.kv_cache_seq_pos_max(SCRATCH));
-        if !self.cache_holds(p) || parked != (c as i32, (c + k) as i32 - 1) {
-            return Err(fail(&format!("after the move the cache holds {parked:?} for the tail, expected [{c}, {})", c + k)));
-        }
-        let finished = self.decode(&prompt[p..c], Some(cancel))?;
-        if !finished {
-            rm(&mut self.ctx, SCRATCH, None);
-            return Ok(false);
-        }
-        self.ctx.kv_cache_seq_cp(SCRATCH, SEQ, Some(pos(c)?), Some(pos(c + k)?)).map_err(|e| fail(&e.to_string()))?;
-        rm(&mut self.ctx, SCRATCH, None);
-        self.cached.extend_from_slice(&prompt[c..c + k]);
-        self.last_logits = None;
-        if !self.cache_holds(c + k) || self.ctx.kv_cache_seq_pos_max(SCRATCH) >= 0 {
-            return Err(fail("the tail did not rejoin the sequence"));
-        }
-        Ok(true)
-    }
 
     /// Decodes `tokens` at the end of the cache; logits only for the last one.
     fn decode(&mut self, tokens: &[LlamaToken], cancel: Option<&CancelToken>) -> Result<bool> {
@@ -693,143 +543,5 @@ impl Worker<'_> {
         let raw = reply.finish(&mut emit);
         usage.kv.decode_ms = t1.elapsed().as_millis() as u64;
         Ok(assemble(raw, prompt.thinking_open, prompt.tool_format, Vec::new(), None, stop_reason, usage))
-    }
-
-    fn key_path(path: &Path) -> PathBuf {
-        let mut p = path.as_os_str().to_owned();
-        p.push(".key");
-        PathBuf::from(p)
-    }
-
-    fn snapshot(&mut self, path: &Path) -> Result<KvSnapshot> {
-        let fail = |reason: String| InferenceError::Snapshot { path: path.to_path_buf(), reason };
-        // Written beside the target and renamed, so a crash mid-write never
-        // leaves a half file under the real name; the key file, written
-        // last, carries the token ids that `restore` checks the state against.
-        let tmp = {
-            let mut p = path.as_os_str().to_owned();
-            p.push(".tmp");
-            PathBuf::from(p)
-        };
-        let bytes = self
-            .ctx
-            .state_seq_save_file(&tmp, SEQ, &self.cached)
-            .map_err(|e| fail(format!("llama.cpp could not save the state: {e}")))?;
-        std::fs::rename(&tmp, path).map_err(|e| fail(format!("cannot move the state file in place: {e}")))?;
-        let snap = KvSnapshot { tokens: ids(&self.cached), bytes: bytes as u64, key: self.key.clone() };
-        let key = KeyFile { tokens: snap.tokens.len() as u32, bytes: snap.bytes, key: snap.key.clone(), ids: snap.tokens.clone() };
-        let json = serde_json::to_vec_pretty(&key).map_err(|e| fail(e.to_string()))?;
-        let key_path = Self::key_path(path);
-        let key_tmp = Self::key_path(&tmp);
-        std::fs::write(&key_tmp, json).map_err(|e| fail(format!("cannot write the key file: {e}")))?;
-        std::fs::rename(&key_tmp, &key_path).map_err(|e| fail(format!("cannot move the key file in place: {e}")))?;
-        Ok(snap)
-    }
-
-    fn restore(&mut self, path: &Path) -> Result<KvSnapshot> {
-        let fail = |reason: String| InferenceError::Snapshot { path: path.to_path_buf(), reason };
-        let key_json = std::fs::read(Self::key_path(path)).map_err(|e| fail(format!("cannot read its key file: {e}")))?;
-        let saved: KeyFile = serde_json::from_slice(&key_json).map_err(|e| fail(format!("bad key file: {e}")))?;
-        if saved.key != self.key {
-            return Err(InferenceError::SnapshotMismatch { path: path.to_path_buf(), expected: self.key.clone(), found: saved.key });
-        }
-        self.reset();
-        let max = self.ctx.n_ctx() as usize;
-        let (tokens, bytes) = match self.ctx.state_seq_load_file(path, SEQ, max) {
-            Ok(r) => r,
-            Err(e) => {
-                self.reset();
-                return Err(fail(format!("llama.cpp could not load the state: {e}")));
-            }
-        };
-        if !self.cache_holds(tokens.len()) {
-            self.reset();
-            return Err(fail("the restored cache does not hold the saved positions".into()));
-        }
-        // A key file from another save (a crash between the two renames)
-        // names other tokens: refuse rather than trust either.
-        if !saved.ids.is_empty() && saved.ids != ids(&tokens) {
-            self.reset();
-            return Err(fail("the key file's tokens differ from the state file's (an interrupted save?)".into()));
-        }
-        self.cached = tokens;
-        self.last_logits = None;
-        Ok(KvSnapshot { tokens: ids(&self.cached), bytes: bytes as u64, key: self.key.clone() })
-    }
-
-    fn snapshot_memory(&mut self, name: String) -> Result<KvSnapshot> {
-        let state = self
-            .ctx
-            .state_seq_get(SEQ, LlamaStateSeqFlags::empty())
-            .map_err(|e| InferenceError::Snapshot { path: PathBuf::from(format!("memory:{name}")), reason: e.to_string() })?;
-        let snap = KvSnapshot { tokens: ids(&self.cached), bytes: state.byte_len() as u64, key: self.key.clone() };
-        self.memory.insert(name, (state, self.cached.clone()));
-        Ok(snap)
-    }
-
-    fn restore_memory(&mut self, name: &str) -> Result<KvSnapshot> {
-        let fail = |reason: String| InferenceError::Snapshot { path: PathBuf::from(format!("memory:{name}")), reason };
-        let Some((state, tokens)) = self.memory.get(name) else {
-            return Err(fail("no snapshot of that name".into()));
-        };
-        let (state, tokens) = (state.clone(), tokens.clone());
-        self.reset();
-        if let Err(e) = self.ctx.state_seq_set(&state, SEQ) {
-            self.reset();
-            return Err(fail(format!("llama.cpp could not restore the state: {e}")));
-        }
-        if !self.cache_holds(tokens.len()) {
-            self.reset();
-            return Err(fail("the restored cache does not hold the saved positions".into()));
-        }
-        self.cached = tokens;
-        self.last_logits = None;
-        Ok(KvSnapshot { tokens: ids(&self.cached), bytes: state.byte_len() as u64, key: self.key.clone() })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn toks(v: impl IntoIterator<Item = i32>) -> Vec<LlamaToken> {
-        v.into_iter().map(LlamaToken).collect()
-    }
-
-    /// head 0..20, middle 100..300, tail 500..560, then a reply; the new
-    /// prompt is head + summary 900..930 + tail + generation prompt.
-    #[test]
-    fn finds_the_tail_behind_a_summary() {
-        let cached = toks((0..20).chain(100..300).chain(500..560).chain(700..705));
-        let prompt = toks((0..20).chain(900..930).chain(500..560).chain([7, 8]));
-        assert_eq!(find_block(&cached, &prompt, 20), Some((220, 50, 60)));
-    }
-
-    #[test]
-    fn nothing_to_shift_without_a_shared_block() {
-        let cached = toks((0..20).chain(100..300));
-        let prompt = toks((0..20).chain(900..930));
-        assert_eq!(find_block(&cached, &prompt, 20), None);
-        // A shared run shorter than the anchor is no block either.
-        let prompt = toks((0..20).chain(100..105).chain(900..930));
-        assert_eq!(find_block(&cached, &prompt, 20), None);
-    }
-
-    /// Of two shared blocks the longer wins, and a block is measured from its
-    /// own start (not from an anchor inside it).
-    #[test]
-    fn the_longest_block_wins() {
-        let cached = toks((0..10).chain(100..130).chain(200..210).chain(300..380));
-        let prompt = toks((0..10).chain(100..130).chain(50..60).chain(300..380));
-        // The prefix covers 0..40 of both; after it, 300..380 is the longest.
-        assert_eq!(find_block(&cached, &prompt, 40), Some((50, 50, 80)));
-    }
-
-    /// A run of one repeated token anchors nothing (bounded search).
-    #[test]
-    fn repetitive_text_is_bounded() {
-        let cached = toks(std::iter::repeat_n(5, 2000));
-        let prompt = toks(std::iter::repeat_n(5, 2000));
-        assert_eq!(find_block(&cached, &prompt, 10), None);
     }
 }

@@ -436,7 +436,7 @@ fn smollm2_tool_calls_are_held_to_the_schema_by_the_grammar() {
 }
 
 /// One tool round of a scripted investigation: the call and its JSON result.
-fn order_round(k: u32) -> [ChatMessage; 2] {
+pub(super) fn order_round(k: u32) -> [ChatMessage; 2] {
     use mf_inference::ToolCall;
     let id = format!("call_{k}");
     let orders: Vec<_> = (0..6u32)
@@ -457,7 +457,7 @@ fn order_round(k: u32) -> [ChatMessage; 2] {
     ]
 }
 
-fn order_head() -> Vec<ChatMessage> {
+pub(super) fn order_head() -> Vec<ChatMessage> {
     vec![
         ChatMessage::system("You are an investigator. Use the tools, cite order ids, be brief."),
         ChatMessage::user("Which customer had the most refunded orders, and what was the refunded total?"),

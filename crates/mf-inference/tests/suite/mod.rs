@@ -1,5 +1,6 @@
 mod download;
 mod http;
+mod branches;
 mod llama;
 mod support;
 mod templates;
