@@ -394,6 +394,43 @@ pub fn run(config: &BenchKvConfig) -> Result<BenchKvReport> {
     })
 }
 
+/// The results page's table of KV runs: per run, the compaction with the
+/// shift (or the checkpoint path) beside the same round without it.
+#[must_use]
+pub fn markdown(reports: &[BenchKvReport]) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "| model | swa_full | path | not re-decoded thanks to the shift | re-decoded (before: no shift) | re-decoded (after) | summary + glue | after ÷ summary | prefill ms before → after | same greedy reply | KV sequence bytes | checkpoints (bytes) | round-5 speed-up |"
+    );
+    let _ = writeln!(s, "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |");
+    for r in reports {
+        let c = &r.compaction_step;
+        let path = serde_json::to_value(c.path).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "| {} | {} | {path} | {} | {} | {} | {} + {} | {:.3} | {} → {} | {} | {} | {} ({}) | {:.2}× |",
+            r.model,
+            if r.swa_full { "on" } else { "off" },
+            c.shifted,
+            c.re_decoded_without_shift,
+            c.re_decoded,
+            c.summary_tokens,
+            c.glue_tokens,
+            c.re_decoded_per_summary_token,
+            c.prefill_ms.1,
+            c.prefill_ms.0,
+            if c.same_reply_without_shift { "yes" } else { "no" },
+            r.memory.sequence_bytes,
+            r.memory.checkpoints,
+            r.memory.checkpoint_bytes,
+            r.round5_speedup
+        );
+    }
+    s
+}
+
 impl BenchKvReport {
     /// The human-readable table `mf bench-kv` prints.
     #[must_use]

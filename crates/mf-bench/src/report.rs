@@ -150,6 +150,8 @@ pub enum ResultsFile {
     Suite(Vec<ModelResult>),
     /// The live agentic worlds (`bench-forgetting agentic --out`).
     Agentic(Vec<AgenticResult>),
+    /// KV-cache runs (`mf bench-kv --json`, one report or an array of them).
+    Kv(Vec<crate::kv::BenchKvReport>),
 }
 
 impl ResultsFile {
@@ -159,6 +161,7 @@ impl ResultsFile {
         match self {
             ResultsFile::Suite(r) => markdown(r),
             ResultsFile::Agentic(r) => agentic::markdown(r),
+            ResultsFile::Kv(r) => crate::kv::markdown(r),
         }
     }
 }
@@ -174,6 +177,13 @@ pub fn read_results(file: &Path) -> Result<ResultsFile> {
     let text = std::fs::read_to_string(file).map_err(|source| BenchError::ReadFile { path: file.to_path_buf(), source })?;
     let v: serde_json::Value = serde_json::from_str(&text)?;
     let is_agentic = v.as_array().and_then(|a| a.first()).is_some_and(|o| o.get("runs").is_some());
+    let is_kv = |o: &serde_json::Value| o.get("compaction_step").is_some();
+    if is_kv(&v) {
+        return Ok(ResultsFile::Kv(vec![serde_json::from_value(v)?]));
+    }
+    if v.as_array().and_then(|a| a.first()).is_some_and(is_kv) {
+        return Ok(ResultsFile::Kv(serde_json::from_value(v)?));
+    }
     if is_agentic {
         agentic::validate_agentic(&v).map_err(|e| BenchError::Schema(format!("{}: {e}", file.display())))?;
         Ok(ResultsFile::Agentic(serde_json::from_value(v)?))
@@ -350,6 +360,7 @@ fn entry(out: &mut String, link_prefix: &str, e: &PageEntry, file: &ResultsFile)
     let models: Vec<&str> = match file {
         ResultsFile::Suite(r) => r.iter().map(|m| m.model.as_str()).collect(),
         ResultsFile::Agentic(r) => r.iter().map(|m| m.model.as_str()).collect(),
+        ResultsFile::Kv(r) => r.iter().map(|m| m.model.as_str()).collect(),
     };
     let _ = writeln!(out, "- Model: {}", models.join(", "));
     let _ = writeln!(out, "- Date: {}", e.date);
