@@ -264,7 +264,7 @@ impl Settings {
     /// # Errors
     /// The message for an unknown name.
     pub fn strategy_kind(&self) -> Result<StrategyKind, String> {
-        self.strategy.parse::<StrategyKind>().map_err(|_| "Unknown strategy; choose one of none, baseline, masking, v1, v2, v2.1.".to_owned())
+        self.strategy.parse::<StrategyKind>().map_err(|_| format!("Unknown strategy; choose one of {}.", StrategyKind::ALL.map(StrategyKind::as_str).join(", ")))
     }
 
     /// The agent's settings: the crate's defaults with this budget and strategy.

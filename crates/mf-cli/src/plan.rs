@@ -53,10 +53,7 @@ pub struct PlanArgs {
 }
 
 fn parse_strategy(s: &str) -> Result<StrategyKind, String> {
-    StrategyKind::ALL
-        .into_iter()
-        .find(|k| k.as_str() == s)
-        .ok_or_else(|| format!("unknown strategy {s:?} (none, baseline, masking, v1, v2, v2.1)"))
+    s.parse::<StrategyKind>().map_err(|e| e.to_string())
 }
 
 fn parse_ranking(s: &str) -> Result<Ranking, String> {
