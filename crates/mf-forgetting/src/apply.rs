@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ForgettingError;
 pub use crate::estimate::{estimate_after, mask_placeholder, summarizer_log};
-use crate::estimate::{plan_literals, summary_content, summary_message};
+use crate::estimate::{Fit, plan_literals, summary_content, summary_message};
 use crate::literals::{self, Literal};
 use crate::message::{Message, MessageId, question_index};
 use crate::plan::{CompactionPlan, Decline, StrategyKind, Tier};
@@ -116,10 +116,19 @@ fn zone_tokens(messages: &[Message], counter: &dyn TokenCounter, pinned: usize, 
 /// is not carried out: the history comes back unchanged with the report's
 /// `declined` set, and the summariser is not called.
 ///
+/// The result must get under the threshold, with one exception: when the
+/// pinned and recent zones leave too little room under it for the summary
+/// at the plan's limit (the plan is not feasible, see [`crate::estimate`];
+/// a small window whose every round brings a large tool result), cutting
+/// the summary to a stub would buy the threshold with every fact the zone
+/// held. The target is then the hard room `C − G` (the next reply still
+/// fits), the report says so (`within_budget` false, a note), and the loop
+/// compacts again at its next round, the summary folded into the next one.
+///
 /// # Errors
 /// [`ForgettingError::PlanMismatch`] when the plan was made for another
 /// history; [`ForgettingError::BudgetNotRestored`] when a compacting
-/// strategy cannot get the history under the threshold, even after dropping
+/// strategy cannot get the history under its target, even after dropping
 /// anchors, shortening the summary and the literal list. A failing
 /// summariser is not an error (see the report's `fallback`).
 pub fn apply(
@@ -173,6 +182,11 @@ pub fn apply(
     }
     let pinned = &messages[..z.pinned_end];
     let recent = &messages[z.recent_start..];
+    // See the doc above: no room under the threshold for the summary.
+    let summarising = matches!(plan.strategy, StrategyKind::V1 | StrategyKind::V2 | StrategyKind::V21) && z.has_compressible();
+    let relaxed = summarising && before.total > threshold && !Fit::measure(plan, messages, counter).feasible();
+    let hard = plan.budget.context.saturating_sub(plan.budget.reserve).max(threshold);
+    let mut target = threshold;
     let (out, after): (Vec<Message>, ZoneTokens) = match plan.strategy {
         StrategyKind::None => (messages.to_vec(), before),
         StrategyKind::Baseline => {
@@ -250,9 +264,18 @@ pub fn apply(
                     (out, t)
                 };
                 let (mut out, mut t) = build(&anchors, &model_summary, &lits);
+                if relaxed {
+                    // The least the result can be with the summary whole.
+                    target = build(&[], &model_summary, &[]).1.total.clamp(threshold, hard);
+                    report.notes.push(format!(
+                        "target {target} tokens (at most C − G = {hard}), not the threshold {threshold}: the pinned and recent zones leave no room under it for the summary"
+                    ));
+                }
                 // Repair the budget: anchors (lowest influence first, their
-                // literals kept), then the summary's tail, then literals.
-                while t.total > threshold {
+                // literals kept), then the summary's tail, then literals
+                // (with a relaxed target the literals go before the summary,
+                // which is all the zone keeps).
+                while t.total > target {
                     if !anchors.is_empty() {
                         let (k, _) = anchors
                             .iter()
@@ -275,6 +298,10 @@ pub fn apply(
                         texts.extend(extra_texts.iter().cloned());
                         texts.sort_by_key(|(i, _)| *i);
                         lits = literals::extract(texts.iter().map(|(i, s)| (*i, s.as_str())), plan.config.literals);
+                    } else if relaxed && !lits.is_empty() {
+                        let n = lits.len() / 2;
+                        lits.truncate(n);
+                        report.notes.push(format!("budget: literal list cut to {n}"));
                     } else if model_summary.chars().count() > 40 {
                         let keep = model_summary.chars().count() / 2;
                         model_summary = model_summary.chars().take(keep).collect();
@@ -298,8 +325,8 @@ pub fn apply(
             }
         }
     };
-    if plan.strategy != StrategyKind::None && after.total > threshold {
-        return Err(ForgettingError::BudgetNotRestored { tokens: after.total, threshold, messages: out.len() });
+    if plan.strategy != StrategyKind::None && after.total > target {
+        return Err(ForgettingError::BudgetNotRestored { tokens: after.total, threshold: target, messages: out.len() });
     }
     // Never apply a compaction that does not shrink the history: below the
     // threshold a summary plus its anchors and literals can outgrow what it
@@ -432,7 +459,13 @@ mod tests {
         let p = plan(StrategyKind::V1, &h, &tiny, &ApproxTokenCounter, &PlanConfig::default(), None).unwrap();
         match apply(&p, &h, &mut Fixed(Ok("- ok then".into()), vec![]), &ApproxTokenCounter) {
             Err(ForgettingError::BudgetNotRestored { tokens, threshold, .. }) => assert!(tokens > threshold),
-            Ok(c) => assert!(c.report.within_budget),
+            // Under the threshold, or (no room for a summary under it) under C − G and saying so.
+            Ok(c) => assert!(
+                c.report.within_budget
+                    || (c.report.tokens_after.total <= tiny.context - tiny.reserve && c.report.notes.iter().any(|n| n.contains("not the threshold"))),
+                "{:?}",
+                c.report
+            ),
             Err(e) => panic!("untyped: {e}"),
         }
     }
@@ -440,6 +473,44 @@ mod tests {
     /// Distinct bullet lines of three approximate tokens each, `tokens` in all (rounded down).
     fn bullets(tokens: u32) -> String {
         (0..tokens / 3).map(|k| format!("- fact {k}")).collect::<Vec<_>>().join("\n")
+    }
+
+    /// A small window whose pinned zone and one recent tool round nearly
+    /// fill the threshold (a long question, results of a few hundred tokens).
+    fn tight_window() -> (Vec<Message>, Budget) {
+        let call = |id: &str, url: &str| ToolCall { id: id.into(), name: "http".into(), arguments: json!({ "url": url }) };
+        let result = |k: u32| (0..40).map(|i| format!("host{k}-{i}: disk {i}%")).collect::<Vec<_>>().join(", ");
+        let h = vec![
+            Message::system("sys", &"You investigate by calling tools. ".repeat(30)),
+            Message::user("q", &format!("Fetch every page in order, then answer. {}", "Which host is fullest? ".repeat(20))),
+            Message::assistant_calls("a1", "", vec![call("c1", "http://127.0.0.1:9/page1.json")]),
+            Message::tool_result("t1", "c1", "http", &result(1)),
+            Message::assistant_calls("a2", "", vec![call("c2", "http://127.0.0.1:9/page2.json")]),
+            Message::tool_result("t2", "c2", "http", &result(2)),
+        ];
+        (h, Budget { context: 1200, reserve: 150, ratio: 0.6, recent: 2 })
+    }
+
+    #[test]
+    fn a_window_too_tight_for_a_summary_under_the_threshold_keeps_the_summary_under_c_minus_g() {
+        let (h, b) = tight_window();
+        let p = plan(StrategyKind::V1, &h, &b, &ApproxTokenCounter, &PlanConfig::default(), None).unwrap();
+        assert!(p.gauge.total() > b.threshold(), "{} <= {}", p.gauge.total(), b.threshold());
+        let fixed = p.gauge.pinned + p.gauge.recent;
+        assert!(fixed + 125 > b.threshold(), "the test needs pinned + recent ({fixed}) to leave no room for a summary");
+        let summary = bullets(60);
+        let c = apply(&p, &h, &mut Fixed(Ok(summary.clone()), vec![]), &ApproxTokenCounter).unwrap();
+        assert!(c.messages[2].content.contains(&summary), "the summary was cut: {:?}", c.report);
+        assert!(!c.report.notes.iter().any(|n| n.contains("summary cut")), "{:?}", c.report.notes);
+        assert!(c.report.tokens_after.total < c.report.tokens_before.total);
+        assert!(c.report.tokens_after.total > b.threshold() && !c.report.within_budget);
+        assert!(c.report.tokens_after.total <= b.context - b.reserve);
+        assert!(c.report.notes.iter().any(|n| n.contains("not the threshold")), "{:?}", c.report.notes);
+        // A summary too long even for C − G is still cut to fit it.
+        let long = bullets(900);
+        let c = apply(&p, &h, &mut Fixed(Ok(long), vec![]), &ApproxTokenCounter).unwrap();
+        assert!(c.report.tokens_after.total <= b.context - b.reserve, "{}", c.report.tokens_after.total);
+        assert!(c.report.notes.iter().any(|n| n.contains("summary cut")), "{:?}", c.report.notes);
     }
 
     #[test]

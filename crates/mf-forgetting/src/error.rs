@@ -44,14 +44,16 @@ pub enum ForgettingError {
     /// A plan was applied to a history it was not made for.
     #[error("the plan does not match this history: {0}")]
     PlanMismatch(String),
-    /// After compaction the history is still over the threshold.
+    /// After compaction the history is still over its target.
     #[error(
-        "budget not restored: {tokens} tokens after compaction, threshold {threshold} ({messages} messages left)"
+        "budget not restored: {tokens} tokens after compaction, target {threshold} ({messages} messages left)"
     )]
     BudgetNotRestored {
         /// Tokens of the compacted history.
         tokens: usize,
-        /// The compaction threshold `ratio · (C − G)`.
+        /// The target it had to reach: the threshold `ratio · (C − G)`, or
+        /// `C − G` when the pinned and recent zones leave no room for a
+        /// summary under the threshold (see [`crate::apply`]).
         threshold: usize,
         /// Messages left in the compacted history.
         messages: usize,

@@ -140,8 +140,13 @@ proptest! {
                     prop_assert_eq!(canon(&out[out.len() - tail..]), canon(&h[z.recent_start..]), "recent changed ({})", kind);
                     let total: usize = out.iter().map(|m| counter.count_message(m)).sum();
                     let before: usize = h.iter().map(|m| counter.count_message(m)).sum();
-                    if before > b.threshold() {
-                        prop_assert!(c.report.within_budget, "{}: {} tokens > {} without an error", kind, total, b.threshold());
+                    if before > b.threshold() && !c.report.within_budget {
+                        // Only where the pinned and recent zones leave no room
+                        // for a summary under the threshold: then under C − G
+                        // (or kept as it was when even that would not shrink it).
+                        let relaxed = c.report.notes.iter().any(|n| n.contains("not the threshold"));
+                        prop_assert!(relaxed, "{}: {} tokens > {} without an error or a note: {:?}", kind, total, b.threshold(), c.report.notes);
+                        prop_assert!(total <= b.context - b.reserve || c.report.kept_original.is_some(), "{}: {} tokens > C − G", kind, total);
                     }
                     prop_assert_eq!(c.report.within_budget, total <= b.threshold());
                 }
