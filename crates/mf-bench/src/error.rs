@@ -21,6 +21,14 @@ pub enum BenchError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// A file the run writes (a trace) could not be written.
+    #[error("cannot write {path}: {source}")]
+    WriteFile {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
     /// A scenario file is malformed; the message names the file and the field.
     #[error("{file}: {field}: {reason}")]
     InvalidScenario {

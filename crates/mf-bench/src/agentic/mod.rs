@@ -161,6 +161,11 @@ pub struct AgenticConfig {
     pub driver: Driver,
     /// Fault injection: the world server stops serving after this many requests.
     pub server_dies_after: Option<usize>,
+    /// Write each run's events (one JSON object per line) into this folder,
+    /// as `WORLD-STRATEGY-DRIVER.jsonl`: what a table cannot show (each
+    /// compaction's plan and sizes, every tool call, the summaries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<std::path::PathBuf>,
 }
 
 impl Default for AgenticConfig {
@@ -175,10 +180,23 @@ impl Default for AgenticConfig {
             port: 18940,
             driver: Driver::Model,
             server_dies_after: None,
+            trace: None,
         }
     }
 }
 
+
+/// Writes `events` as JSON lines to `dir/name` (the folder is made if missing).
+fn write_trace(dir: &std::path::Path, name: &str, events: &[AgentEvent]) -> Result<()> {
+    let io = |e: std::io::Error| BenchError::WriteFile { path: dir.join(name), source: e };
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let mut out = String::new();
+    for e in events {
+        out.push_str(&serde_json::to_string(e).unwrap_or_else(|err| format!("{{\"unserialisable\":\"{err}\"}}")));
+        out.push('\n');
+    }
+    std::fs::write(dir.join(name), out).map_err(io)
+}
 
 /// The kind of an exit reason (`final_answer`, `context_exhausted`, …).
 fn exit_kind(reason: &mf_agent::ExitReason) -> String {
@@ -239,6 +257,9 @@ pub async fn run_world(backend: Arc<dyn Backend>, world: &World, strategy: Agent
         .await
         .map_err(|e| BenchError::InvalidSetting { name: "agent", reason: format!("the loop failed: {e}") })?;
     let wall_ms = t.elapsed().as_millis() as u64;
+    if let Some(dir) = &cfg.trace {
+        write_trace(dir, &format!("{}-{}-{}.jsonl", world.id, strategy.as_str(), cfg.driver.as_str()), &sink.events)?;
+    }
     let requests = server.requests();
     drop(server);
     let mut seen = format!("{system}\n{question}\n");

@@ -118,6 +118,10 @@ struct AgenticArgs {
     /// so a run that stops early keeps every run that finished).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Write each run's loop events (JSON lines: every call, result, plan,
+    /// summary and exit) into this folder, one file per world, strategy and driver.
+    #[arg(long)]
+    trace: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -289,6 +293,7 @@ fn run_agentic(a: AgenticArgs) -> Result<()> {
         port: a.port,
         driver,
         server_dies_after: None,
+        trace: a.trace.clone(),
     };
     if a.threads.is_some_and(|t| t < 1) {
         bail!("--threads must be at least 1");
