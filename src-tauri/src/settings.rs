@@ -88,8 +88,10 @@ pub struct Settings {
     /// `tools` and `tool_calls` fields.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub server_tools_in_text: bool,
-    /// Constrain the embedded model's fenced-JSON tool calls with a grammar.
-    #[serde(default)]
+    /// Constrain the embedded model's fenced-JSON tool calls with a grammar
+    /// (on by default: small models often write a call that does not parse;
+    /// formats other than fenced JSON are not constrained).
+    #[serde(default = "on")]
     pub tool_grammar: bool,
     /// Context size `C`, tokens.
     pub context: u32,
@@ -150,7 +152,7 @@ impl Settings {
             server_url: String::new(),
             server_model: String::new(),
             server_tools_in_text: false,
-            tool_grammar: false,
+            tool_grammar: true,
             context: spec.context,
             reserve: agent.reserve,
             ratio: agent.ratio,
@@ -380,6 +382,11 @@ impl Settings {
         std::fs::write(&tmp, text).map_err(err)?;
         std::fs::rename(&tmp, path).map_err(err)
     }
+}
+
+/// Serde's default for settings that are on unless the file says otherwise.
+const fn on() -> bool {
+    true
 }
 
 fn check_host(host: &str) -> Result<(), String> {

@@ -152,8 +152,9 @@ pub struct InvestigateArgs {
     /// each message's content (llama-cpp-python with SmolLM2's template, for one).
     #[arg(long, value_enum, default_value = "native")]
     pub openai_tools: OpenAiTools,
-    /// Constrain fenced-JSON tool calls with a grammar (in-process models).
-    #[arg(long)]
+    /// Constrain fenced-JSON tool calls with a grammar (in-process models;
+    /// other formats are not constrained). `--tool-grammar false` turns it off.
+    #[arg(long, default_value_t = defaults().engine.tool_grammar(), num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
     pub tool_grammar: bool,
     /// Compaction strategy: none, baseline, masking, v1, v2, v2.1.
     #[arg(long, default_value_t = defaults().agent.strategy)]

@@ -69,6 +69,12 @@ impl EngineSpec {
         }
     }
 
+    /// Whether fenced-JSON tool calls are held by a grammar (in-process models only).
+    #[must_use]
+    pub fn tool_grammar(&self) -> bool {
+        matches!(self, EngineSpec::Llama { tool_grammar: true, .. })
+    }
+
     /// The key under which a loaded backend may be reused for another session.
     #[must_use]
     pub fn cache_key(&self, context: u32) -> String {
@@ -196,7 +202,7 @@ pub struct RunSpec {
 impl Default for RunSpec {
     fn default() -> Self {
         RunSpec {
-            engine: EngineSpec::Llama { model: PathBuf::from("models").join(mf_inference::models::RECOMMENDED_FILE), threads: None, gpu: false, tool_grammar: false },
+            engine: EngineSpec::Llama { model: PathBuf::from("models").join(mf_inference::models::RECOMMENDED_FILE), threads: None, gpu: false, tool_grammar: true },
             context: DEFAULT_CONTEXT,
             agent: AgentSettings::default(),
             tools: ToolsSpec::default(),
