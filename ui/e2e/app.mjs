@@ -138,6 +138,9 @@ const initialSettings = {
   threads: availableParallelism(),
   gpu: false,
   thinking: false,
+  // The steps below were written for SmolLM2's free-form calls; the demo
+  // world step runs with the default (the grammar on).
+  tool_grammar: false,
   // GET asks, so the run passes through the UI's approval (the shell's UiApprover).
   // code: deny, so run_code is not offered and the prompt stays the one
   // of mf-agent's real test (the settings step below switches it on).
@@ -486,12 +489,19 @@ try {
   // ---------------------------------------------------------- a demo world, clicked in the empty state
   // A newcomer's first minute: the empty investigation view lists the demo
   // worlds (scenarios/agentic); one click serves the world on loopback and
-  // starts an investigation on it with the settings' model (SmolLM2 here).
+  // starts an investigation on it with the settings' model: Gemma 3 here, with
+  // the default tool-call grammar (SmolLM2 often answers without calling).
   console.log(`demo world from the empty state (${secs()} s)`);
-  writeSettings();
+  const { tool_grammar: _grammar, ...withDefaultGrammar } = initialSettings;
+  writeFileSync(join(configDir, 'settings.json'), JSON.stringify({ ...withDefaultGrammar, model_path: join(repo, 'models/gemma-3-270m-q4_k_m.gguf'), context: 2048, reserve: 192 }, null, 2));
   const demo = (await openApp()).w;
-  const demoCard = await demo.$('[data-testid="demo-world"]');
-  await demoCard.waitForExist({ timeout: 20000 });
+  await (await demo.$('[data-testid="demo-world"]')).waitForExist({ timeout: 20000 });
+  let demoCard = null;
+  for (const card of await demo.$$('[data-testid="demo-world"]')) {
+    if ((await card.getText()).startsWith('Runbook')) demoCard = card;
+  }
+  check(demoCard !== null, 'the empty state offers the runbook demo world');
+  demoCard ??= await demo.$('[data-testid="demo-world"]');
   const demoTitle = (await demoCard.getText()).split('\n')[0];
   await (await demoCard.$('button=Run this demo')).click();
   await (await demo.$('[data-testid="started"]')).waitForExist({ timeout: 60000 });
@@ -544,7 +554,7 @@ try {
     lineText.startsWith(`POST 127.0.0.1:${PORT} · ${bigBody.length.toLocaleString('en-US')} bytes · {"report":"line 0: disk web-07`),
     `the approval's first line says what leaves, before the ${bigBody.length}-byte body: "${lineText}"`,
   );
-  check(await line.isDisplayedInViewport(), 'that line is on screen while the body stays folded');
+  check(await line.isDisplayed({ withinViewport: true }), 'that line is on screen while the body stays folded');
   await post.saveScreenshot(join(out, '10-approval-large-post.png')).catch(() => {});
   await (await post.$('button=Deny')).click();
   const postStop = await post.$('button=Stop');
