@@ -298,7 +298,7 @@ pub fn apply(
                         texts.extend(extra_texts.iter().cloned());
                         texts.sort_by_key(|(i, _)| *i);
                         lits = literals::extract(texts.iter().map(|(i, s)| (*i, s.as_str())), plan.config.literals);
-                    } else if relaxed && !lits.is_empty() {
+                    } else if (relaxed || model_summary.chars().count() <= 40) && !lits.is_empty() {
                         let n = lits.len() / 2;
                         lits.truncate(n);
                         report.notes.push(format!("budget: literal list cut to {n}"));
@@ -306,10 +306,6 @@ pub fn apply(
                         let keep = model_summary.chars().count() / 2;
                         model_summary = model_summary.chars().take(keep).collect();
                         report.notes.push(format!("budget: model summary cut to {keep} characters"));
-                    } else if !lits.is_empty() {
-                        let n = lits.len() / 2;
-                        lits.truncate(n);
-                        report.notes.push(format!("budget: literal list cut to {n}"));
                     } else {
                         break;
                     }
