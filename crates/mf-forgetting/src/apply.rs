@@ -124,6 +124,8 @@ fn zone_tokens(messages: &[Message], counter: &dyn TokenCounter, pinned: usize, 
 /// held. The target is then the hard room `C − G` (the next reply still
 /// fits), the report says so (`within_budget` false, a note), and the loop
 /// compacts again at its next round, the summary folded into the next one.
+/// Masking likewise: with every compressible output masked and the history
+/// still over the threshold, its target is `C − G`.
 ///
 /// # Errors
 /// [`ForgettingError::PlanMismatch`] when the plan was made for another
@@ -216,6 +218,13 @@ pub fn apply(
                 })
                 .collect();
             let t = zone_tokens(&out, counter, z.pinned_end, z.recent_start);
+            if t.total > threshold {
+                // The plan masked every compressible output to get here: masking can take no more.
+                target = hard;
+                report.notes.push(format!(
+                    "target C − G = {hard} tokens, not the threshold {threshold}: every compressible tool output is masked and the pinned and recent zones hold the rest"
+                ));
+            }
             (out, t)
         }
         StrategyKind::V1 | StrategyKind::V2 | StrategyKind::V21 => {
@@ -507,6 +516,17 @@ mod tests {
         let c = apply(&p, &h, &mut Fixed(Ok(long), vec![]), &ApproxTokenCounter).unwrap();
         assert!(c.report.tokens_after.total <= b.context - b.reserve, "{}", c.report.tokens_after.total);
         assert!(c.report.notes.iter().any(|n| n.contains("summary cut")), "{:?}", c.report.notes);
+    }
+
+    #[test]
+    fn masking_with_every_output_masked_and_still_over_the_threshold_targets_c_minus_g() {
+        let (h, b) = tight_window();
+        let p = plan(StrategyKind::Masking, &h, &b, &ApproxTokenCounter, &PlanConfig::default(), None).unwrap();
+        let c = apply(&p, &h, &mut Fixed(Ok(String::new()), vec![]), &ApproxTokenCounter).unwrap();
+        assert_eq!(c.report.masked, vec![MessageId("t1".into())], "the one compressible output is masked");
+        assert!(c.report.tokens_after.total > b.threshold() && c.report.tokens_after.total <= b.context - b.reserve, "{:?}", c.report.tokens_after);
+        assert!(c.report.tokens_after.total < c.report.tokens_before.total);
+        assert!(!c.report.within_budget && c.report.notes.iter().any(|n| n.contains("not the threshold")), "{:?}", c.report.notes);
     }
 
     #[test]
