@@ -53,7 +53,8 @@ fn model_markdown(out: &mut String, r: &ModelResult) {
         if st.withholding_budget == 0 { "exact (one evaluation per unit)".to_owned() } else { format!("≤ {} evaluations per compaction", st.withholding_budget) },
         r.wall_s
     );
-    let _ = writeln!(out, "| condition | keyword (0–3) | judge (0–3) | worst keyword | prompt tokens before → after | fallbacks | not applied | empty answers | over budget |");
+    let b = &r.control_brackets;
+    let _ = writeln!(out, "| condition | keyword (0–3) | {} | worst keyword | prompt tokens before → after | fallbacks | not applied | empty answers | over budget |", b.judge_heading());
     let _ = writeln!(out, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     for c in &r.conditions {
         let _ = writeln!(
@@ -71,7 +72,6 @@ fn model_markdown(out: &mut String, r: &ModelResult) {
             c.compaction_failures
         );
     }
-    let b = &r.control_brackets;
     let _ = writeln!(out, "\nControl brackets ({} probes; expected: identical 3, paraphrase high, contradiction low, empty 0):\n", b.probes);
     let _ = writeln!(out, "| scorer | identical | paraphrase | contradiction | empty |");
     let _ = writeln!(out, "| --- | ---: | ---: | ---: | ---: |");
@@ -85,12 +85,27 @@ fn model_markdown(out: &mut String, r: &ModelResult) {
     if b.judge_unparsed > 0 {
         let _ = writeln!(out, "\nJudge replies without a grade on controls: {}.", b.judge_unparsed);
     }
+    if b.judge_holds() == Some(false) {
+        let _ = writeln!(
+            out,
+            "\n**The judge's brackets fail** (it must grade the reference ≥ {}, a paraphrase ≥ {}, a contradiction ≤ {} and the empty answer ≤ {}): every judge figure for this model is not evidence.",
+            crate::results::JUDGE_IDENTICAL_AT_LEAST,
+            crate::results::JUDGE_PARAPHRASE_AT_LEAST,
+            crate::results::JUDGE_CONTRADICTION_AT_MOST,
+            crate::results::JUDGE_EMPTY_AT_MOST
+        );
+    }
     let conds: Vec<&str> = r.conditions.iter().map(|c| c.condition.as_str()).collect();
     for (title, kw, j) in [
         ("By class", &r.by_class, r.judge.as_ref().map(|a| &a.by_class)),
         ("By dimension", &r.by_dimension, r.judge.as_ref().map(|a| &a.by_dimension)),
     ] {
-        let _ = writeln!(out, "\n{title} (keyword{}):\n", if j.is_some() { " / judge" } else { "" });
+        let judge = match b.judge_holds() {
+            Some(false) => " / judge, not evidence",
+            _ if j.is_some() => " / judge",
+            _ => "",
+        };
+        let _ = writeln!(out, "\n{title} (keyword{judge}):\n");
         let _ = writeln!(out, "| | {} |", conds.join(" | "));
         let _ = writeln!(out, "| --- |{}", " ---: |".repeat(conds.len()));
         for (k, m) in kw {
@@ -109,7 +124,8 @@ fn model_markdown(out: &mut String, r: &ModelResult) {
         }
     }
     let _ = writeln!(out, "\nWorst cells (scenario × condition, lowest keyword mean first):\n");
-    let _ = writeln!(out, "| scenario | condition | keyword mean | keyword min | judge mean | judge min |");
+    let marked = if b.judge_holds() == Some(false) { " (not evidence)" } else { "" };
+    let _ = writeln!(out, "| scenario | condition | keyword mean | keyword min | judge mean{marked} | judge min{marked} |");
     let _ = writeln!(out, "| --- | --- | ---: | ---: | ---: | ---: |");
     for c in r.worst_cells.iter().take(8) {
         let _ = writeln!(
@@ -334,7 +350,10 @@ fn overview(out: &mut String, index: &PageIndex, loaded: &[Vec<ResultsFile>]) {
                     .collect();
                 let j = &r.control_brackets.judge;
                 let g = |k: &str| j.get(k).map_or("–".to_owned(), |v| format!("{v:.2}"));
-                let brackets = if j.is_empty() { "not run".to_owned() } else { format!("{} / {} / {}", g("identical"), g("contradiction"), g("empty")) };
+                let brackets = match r.control_brackets.judge_holds() {
+                    None => "not run".to_owned(),
+                    Some(holds) => format!("{} / {} / {}{}", g("identical"), g("contradiction"), g("empty"), if holds { "" } else { " (fail: not evidence)" }),
+                };
                 let _ = writeln!(out, "| [{}](#{}) | {} | {} | {} | {brackets} |", e.title, anchor(&e.title), r.model, r.settings.scenarios.len(), cells.join(" | "));
             }
         }

@@ -141,9 +141,18 @@ struct RunArgs {
     /// with no file, every GGUF file in `models/`.
     #[arg(long, conflicts_with_all = ["model", "ollama", "openai"], num_args = 0..=1, default_missing_value = "")]
     all: Option<PathBuf>,
-    /// Grade with this GGUF instead of the model under test.
+    /// Grade with this model instead of the model under test: a GGUF file,
+    /// or a model name on the server of --judge-openai / --judge-ollama (a
+    /// name alone runs on the Ollama server at OLLAMA_HOST). Its control
+    /// brackets say whether its grades are evidence.
     #[arg(long)]
-    judge_model: Option<PathBuf>,
+    judge_model: Option<String>,
+    /// The judge runs on this OpenAI-compatible server (e.g. http://127.0.0.1:8080/v1; key from OPENAI_API_KEY).
+    #[arg(long, requires = "judge_model", conflicts_with = "judge_ollama")]
+    judge_openai: Option<String>,
+    /// The judge runs on this Ollama server (e.g. http://127.0.0.1:11434).
+    #[arg(long, requires = "judge_model")]
+    judge_ollama: Option<String>,
     /// Scenario directory.
     #[arg(long, default_value = "scenarios/compaction")]
     scenarios: PathBuf,
@@ -502,7 +511,10 @@ fn bench(a: RunArgs) -> Result<()> {
         for _ in 0..n_workers {
             let model = load_model(spec, &a, Some(per_worker))?;
             let judge = match &a.judge_model {
-                Some(p) if cfg.scorers.judge => Some(load_gguf(p, &a, Some(per_worker))?),
+                Some(m) if cfg.scorers.judge => {
+                    let spec = ModelSpec { model: m.clone(), ollama: a.judge_ollama.clone(), openai: a.judge_openai.clone() };
+                    Some(load_model(&spec, &a, Some(per_worker)).context("the judge")?)
+                }
                 _ => None,
             };
             workers.push(Worker { model, judge });

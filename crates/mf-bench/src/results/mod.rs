@@ -215,6 +215,41 @@ pub struct Brackets {
     pub probes: usize,
 }
 
+/// What a judge must grade its controls to count as evidence (means over
+/// every bracketed probe): the reference itself at least this…
+pub const JUDGE_IDENTICAL_AT_LEAST: f64 = 2.5;
+/// …a faithful paraphrase at least this…
+pub const JUDGE_PARAPHRASE_AT_LEAST: f64 = 2.0;
+/// …a contradiction at most this…
+pub const JUDGE_CONTRADICTION_AT_MOST: f64 = 1.0;
+/// …and the empty answer at most this.
+pub const JUDGE_EMPTY_AT_MOST: f64 = 0.5;
+
+impl Brackets {
+    /// Whether the judge's grades of its controls pass the brackets (see
+    /// the `JUDGE_*` bounds); `None` when no judge ran. A judge that fails
+    /// cannot tell a good answer from a bad one: its column is not evidence.
+    #[must_use]
+    pub fn judge_holds(&self) -> Option<bool> {
+        if self.judge.is_empty() {
+            return None;
+        }
+        let g = |k: &str| self.judge.get(k).copied();
+        Some(
+            g("identical").is_some_and(|v| v >= JUDGE_IDENTICAL_AT_LEAST)
+                && g("paraphrase").is_some_and(|v| v >= JUDGE_PARAPHRASE_AT_LEAST)
+                && g("contradiction").is_some_and(|v| v <= JUDGE_CONTRADICTION_AT_MOST)
+                && g("empty").is_some_and(|v| v <= JUDGE_EMPTY_AT_MOST),
+        )
+    }
+
+    /// The judge column's heading: `judge (0–3)`, marked when its brackets fail.
+    #[must_use]
+    pub fn judge_heading(&self) -> &'static str {
+        if self.judge_holds() == Some(false) { "judge (0–3; not evidence: its brackets fail)" } else { "judge (0–3)" }
+    }
+}
+
 /// Prefill figures.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]

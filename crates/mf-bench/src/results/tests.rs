@@ -179,3 +179,23 @@ fn aggregates_and_worst_cells() {
     assert_eq!(c[1].keyword_min, 1);
     assert_eq!(c[1].judge_min, Some(2));
 }
+
+#[test]
+fn a_judge_is_evidence_only_when_all_four_brackets_hold() {
+    let with = |identical: f64, paraphrase: f64, contradiction: f64, empty: f64| Brackets {
+        judge: [("identical", identical), ("paraphrase", paraphrase), ("contradiction", contradiction), ("empty", empty)]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect(),
+        ..Brackets::default()
+    };
+    assert_eq!(Brackets::default().judge_holds(), None, "no judge ran");
+    assert_eq!(with(3.0, 2.5, 0.3, 0.0).judge_holds(), Some(true));
+    assert_eq!(with(3.0, 2.5, 0.3, 0.0).judge_heading(), "judge (0–3)");
+    // Grades everything alike (the small models here), or misses one bound.
+    assert_eq!(with(3.0, 3.0, 3.0, 3.0).judge_holds(), Some(false));
+    assert_eq!(with(2.0, 2.5, 0.3, 0.0).judge_holds(), Some(false));
+    assert_eq!(with(3.0, 1.5, 0.3, 0.0).judge_holds(), Some(false));
+    assert_eq!(with(3.0, 2.5, 0.3, 1.0).judge_holds(), Some(false));
+    assert!(with(3.0, 3.0, 3.0, 3.0).judge_heading().contains("not evidence"));
+}
