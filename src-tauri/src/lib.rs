@@ -581,7 +581,7 @@ mod tests {
         let state = AppState::new(paths).unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         let own = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
-        let req = bench::BenchRequest { models: own(&[models::TEST_MODEL_FILE]), scenarios: own(&["lookup-short"]), conditions: own(&["full", "v2"]), scorers: own(&["keyword"]), reps: 1 };
+        let req = bench::BenchRequest { models: own(&[models::TEST_MODEL_FILE]), scenarios: own(&["lookup-short"]), conditions: own(&["full", "v2"]), scorers: own(&["keyword"]), reps: 1, judge: None };
         let id = bench::start(&state, req, move |e| {
             let _ = tx.send(serde_json::to_value(e).unwrap());
         })

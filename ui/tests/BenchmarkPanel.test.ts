@@ -72,6 +72,25 @@ describe('BenchmarkPanel', () => {
     expect(within(second).getByTestId('brackets').textContent).toContain('none');
   });
 
+  it('sends a judge on a server, and marks a judge whose brackets fail as not evidence', async () => {
+    const { api, send } = await running();
+    await fireEvent.change(screen.getByLabelText('Judge'), { target: { value: 'openai' } });
+    expect((screen.getByRole('button', { name: 'Run benchmark' }) as HTMLButtonElement).disabled).toBe(true);
+    await fireEvent.input(screen.getByLabelText('Judge server URL'), { target: { value: 'http://127.0.0.1:8080/v1' } });
+    await fireEvent.input(screen.getByLabelText('Judge model'), { target: { value: 'qwen3-8b' } });
+    await fireEvent.click(screen.getByRole('button', { name: 'Run benchmark' }));
+    expect(api.runBenchmark).toHaveBeenCalledWith(
+      expect.objectContaining({ judge: { engine: 'openai', url: 'http://127.0.0.1:8080/v1', model: 'qwen3-8b' } }),
+      expect.any(Function),
+    );
+    const fails = modelResult();
+    fails.control_brackets = { ...fails.control_brackets, judge_evidence: false };
+    send({ type: 'model_result', result: fails });
+    const result = screen.getByTestId('bench-result');
+    expect(within(result).getByTestId('judge-not-evidence').textContent).toContain('not evidence');
+    expect(within(within(result).getByTestId('bench-conditions')).getAllByRole('row')[0]?.textContent).toContain('judge mean ± sd (not evidence)');
+  });
+
   it('cancels a running benchmark, shows its errors and refuses bad repetitions', async () => {
     const { api, send } = await running();
     await fireEvent.input(screen.getByLabelText('Repetitions'), { target: { value: '0' } });

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use mf_inference::{CancelToken, LlamaConfig, LlamaSession};
+use mf_inference::{CancelToken, LlamaConfig, LlamaSession, OllamaBackend, OpenAiBackend};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{BenchError, Result};
@@ -36,6 +36,51 @@ pub struct BenchRequest {
     pub scorers: Vec<String>,
     /// Repetitions, 1 to [`MAX_REPS`].
     pub reps: u32,
+    /// Grade with a model on a server instead of the model under test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<JudgeRequest>,
+}
+
+/// A judge on a server: it grades the answers instead of the model under
+/// test; its control brackets say whether its grades are evidence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JudgeRequest {
+    /// `openai` (an OpenAI-compatible server; its key from `OPENAI_API_KEY`) or `ollama`.
+    pub engine: String,
+    /// The server's base URL (`http://127.0.0.1:8080/v1`, `http://127.0.0.1:11434`).
+    pub url: String,
+    /// The model name on the server.
+    pub model: String,
+}
+
+impl JudgeRequest {
+    fn check(&self) -> Result<()> {
+        let bad = |reason: String| Err(BenchError::InvalidSetting { name: "judge", reason });
+        if self.engine != "openai" && self.engine != "ollama" {
+            return bad(format!("the judge's engine must be openai or ollama, not {:?}", self.engine));
+        }
+        if !(self.url.starts_with("http://") || self.url.starts_with("https://")) {
+            return bad(format!("the judge's server URL must start with http:// or https:// (got {:?})", self.url));
+        }
+        if self.model.trim().is_empty() {
+            return bad("name the judge's model on its server".to_owned());
+        }
+        Ok(())
+    }
+
+    /// The judge as a model (no connection is made until it grades).
+    ///
+    /// # Errors
+    /// A URL the client refuses.
+    pub fn load(&self, n_ctx: u32) -> Result<Model> {
+        let backend: Arc<dyn mf_inference::Backend> = if self.engine == "ollama" {
+            Arc::new(OllamaBackend::new(&self.url, self.model.as_str(), n_ctx)?)
+        } else {
+            Arc::new(OpenAiBackend::new(&self.url, self.model.as_str(), std::env::var("OPENAI_API_KEY").ok(), n_ctx)?)
+        };
+        Model::new(backend)
+    }
 }
 
 /// The model context window the scenario suite runs at: the long scenarios
@@ -87,6 +132,7 @@ pub struct BenchJob {
     cfg: RunConfig,
     n_ctx: u32,
     threads: Option<i32>,
+    judge: Option<JudgeRequest>,
 }
 
 impl BenchJob {
@@ -108,6 +154,9 @@ impl BenchJob {
         }
         let conditions = Condition::parse_list(&request.conditions.join(","))?;
         let scorers = Scorers::parse(&request.scorers.join(","))?;
+        if let Some(j) = &request.judge {
+            j.check()?;
+        }
         let mut models = Vec::new();
         for m in &request.models {
             let p = PathBuf::from(m);
@@ -124,7 +173,8 @@ impl BenchJob {
             return Err(BenchError::UnknownScenarios(missing));
         }
         let cfg = RunConfig { conditions, scorers, reps: request.reps, scenarios_dir: env.scenarios_dir.display().to_string(), ..RunConfig::default() };
-        Ok(BenchJob { models, scenarios, cfg, n_ctx: env.n_ctx, threads: env.threads })
+        let judge = request.judge.clone().filter(|_| scorers.judge);
+        Ok(BenchJob { models, scenarios, cfg, n_ctx: env.n_ctx, threads: env.threads, judge })
     }
 
     fn per_model(&self) -> u64 {
@@ -144,8 +194,12 @@ impl BenchJob {
             return Err(BenchError::Cancelled);
         }
         let model = Model::llama(Arc::new(LlamaSession::load(lc)?))?.with_cancel(run.cancel.clone());
+        let judge = match &self.judge {
+            Some(j) => Some(j.load(self.n_ctx)?.with_cancel(run.cancel.clone())),
+            None => None,
+        };
         let total = self.total();
-        run_suite(&model, None, &self.scenarios, &self.cfg, &mut |p| {
+        run_suite(&model, judge.as_ref(), &self.scenarios, &self.cfg, &mut |p| {
             send(BenchEvent::Progress { done: offset + p.done, total, label: p.label });
         })
     }
@@ -230,6 +284,7 @@ mod tests {
             conditions: vec!["baseline".into(), "v2".into()],
             scorers: vec!["keyword".into()],
             reps: 2,
+            judge: None,
         }
     }
 
@@ -249,9 +304,23 @@ mod tests {
             other => panic!("{other}"),
         }
         assert!(err(BenchRequest { conditions: vec!["v3".into()], ..request() }).to_string().contains("v3"));
+        let judge = |engine: &str, url: &str, model: &str| Some(JudgeRequest { engine: engine.into(), url: url.into(), model: model.into() });
+        for (j, says) in [
+            (judge("vllm", "http://127.0.0.1:8080/v1", "m"), "openai or ollama"),
+            (judge("openai", "127.0.0.1:8080", "m"), "http://"),
+            (judge("ollama", "http://127.0.0.1:11434", " "), "name the judge's model"),
+        ] {
+            let e = err(BenchRequest { judge: j, ..request() }).to_string();
+            assert!(e.contains("judge") && e.contains(says), "{e}");
+        }
         let job = BenchJob::prepare(&request(), &e).unwrap();
         assert_eq!(job.total(), 2 * 2);
         assert_eq!(job.n_ctx, 4096);
+        // A judge is kept only when the judge scorer runs.
+        let j = judge("openai", "http://127.0.0.1:8080/v1", "big-judge");
+        assert!(BenchJob::prepare(&BenchRequest { judge: j.clone(), ..request() }, &e).unwrap().judge.is_none());
+        let with = BenchJob::prepare(&BenchRequest { judge: j.clone(), scorers: vec!["keyword".into(), "judge".into()], ..request() }, &e).unwrap();
+        assert_eq!(with.judge, j);
     }
 
     #[test]

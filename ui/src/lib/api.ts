@@ -191,12 +191,20 @@ export interface BenchOptions {
   scorers: string[];
 }
 
+/** A judge on a server (mf-bench `JudgeRequest`): grades instead of the model under test. */
+export interface JudgeRequest {
+  engine: 'openai' | 'ollama';
+  url: string;
+  model: string;
+}
+
 export interface BenchRequest {
   models: string[];
   scenarios: string[];
   conditions: string[];
   scorers: string[];
   reps: number;
+  judge?: JudgeRequest;
 }
 
 // The benchmark's results and events are generated from mf-bench's Rust

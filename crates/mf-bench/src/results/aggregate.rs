@@ -124,10 +124,13 @@ pub fn brackets(rows: &[ControlRow], judged: bool) -> Brackets {
             }
         }
     }
-    Brackets {
+    let mut b = Brackets {
         keyword: kw.into_iter().map(|(k, v)| (k, mean(&v))).collect(),
         judge: j.into_iter().map(|(k, v)| (k, mean(&v))).collect(),
         judge_unparsed: unparsed,
         probes: probes.len(),
-    }
+        judge_evidence: None,
+    };
+    b.judge_evidence = b.judge_holds();
+    b
 }

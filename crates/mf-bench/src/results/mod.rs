@@ -213,6 +213,11 @@ pub struct Brackets {
     pub judge_unparsed: usize,
     /// Probes bracketed.
     pub probes: usize,
+    /// Whether the judge's grades pass the brackets ([`Brackets::judge_holds`],
+    /// set by the aggregate; absent in older files): a face shows a failing
+    /// judge's figures as not evidence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_evidence: Option<bool>,
 }
 
 /// What a judge must grade its controls to count as evidence (means over

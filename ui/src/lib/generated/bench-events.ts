@@ -88,7 +88,13 @@ judge_unparsed: number,
 /**
  * Probes bracketed.
  */
-probes: number, };
+probes: number, 
+/**
+ * Whether the judge's grades pass the brackets ([`Brackets::judge_holds`],
+ * set by the aggregate; absent in older files): a face shows a failing
+ * judge's figures as not evidence.
+ */
+judge_evidence?: boolean | null, };
 
 export type Cell = { 
 /**
