@@ -15,6 +15,7 @@
 
 pub mod approver;
 pub mod bench;
+pub mod calibration;
 pub mod demo;
 pub mod engine;
 pub mod error;
@@ -234,6 +235,8 @@ app_commands![
     bench::run_benchmark,
     bench::cancel_benchmark,
     bench::export_benchmark,
+    calibration::calibration,
+    calibration::calibrate_model,
 ];
 
 /// The app over any runtime (tests use `tauri::test::mock_builder()`).

@@ -1,14 +1,46 @@
 import { describe, expect, it, vi } from 'vitest';
 import { fireEvent, render, screen } from '@testing-library/svelte';
+import { flushSync } from 'svelte';
 import SettingsPanel from '../src/lib/components/SettingsPanel.svelte';
 import { ApiError, type Settings } from '../src/lib/api';
-import { mockApi } from './fixtures';
+import { calibration, mockApi } from './fixtures';
 
 const field = (name: string) => screen.queryByText((_, el) => el?.getAttribute('data-field') === name);
 const input = (label: RegExp) => screen.getByLabelText(label) as HTMLInputElement;
 const save = () => screen.getByRole('button', { name: 'Save' }) as HTMLButtonElement;
 
 describe('SettingsPanel', () => {
+  it("shows the model's stored calibration and fills the form with its recommendation, saved only on Save", async () => {
+    const { api } = mockApi({ calibration: vi.fn(async () => calibration()) });
+    render(SettingsPanel, { api });
+    expect((await screen.findByTestId('calibration-recommended')).textContent).toContain('Recommended: v2 at ratio 0.6.');
+    expect(screen.getByTestId('calibration').querySelectorAll('tbody tr')).toHaveLength(4);
+    await fireEvent.click(screen.getByRole('button', { name: 'Use the recommendation' }));
+    expect((screen.getByLabelText(/Strategy/) as HTMLSelectElement).value).toBe('v2');
+    expect(input(/Threshold ratio/).value).toBe('0.6');
+    expect(api.saveSettings).not.toHaveBeenCalled();
+  });
+
+  it('calibrates the model with progress, then shows the new recommendation', async () => {
+    const { api, sinks } = mockApi();
+    render(SettingsPanel, { api });
+    expect(await screen.findByText('Not calibrated yet for this model.')).toBeTruthy();
+    await fireEvent.click(screen.getByRole('button', { name: 'Calibrate this model' }));
+    expect(api.calibrateModel).toHaveBeenCalled();
+    expect((screen.getByRole('button', { name: 'Calibrate this model' }) as HTMLButtonElement).disabled).toBe(true);
+    const c = calibration();
+    sinks.calibration?.({ type: 'progress', done: 1, total: 4, row: c.rows[0]! });
+    flushSync();
+    expect(screen.getByTestId('calibration-progress').textContent).toBe('1 / 4 · v1 at 0.6: route 6/6, kept 1 of 5 facts');
+    sinks.calibration?.({ type: 'finished', calibration: c });
+    flushSync();
+    expect(screen.getByTestId('calibration-recommended').textContent).toContain('v2 at ratio 0.6');
+    expect((screen.getByRole('button', { name: 'Calibrate this model' }) as HTMLButtonElement).disabled).toBe(false);
+    sinks.calibration?.({ type: 'error', message: 'No model file at "/nope.gguf".' });
+    flushSync();
+    expect(screen.getByText('No model file at "/nope.gguf".')).toBeTruthy();
+  });
+
   it('loads every setting and the models in models/', async () => {
     render(SettingsPanel, { api: mockApi().api });
     expect((await screen.findByLabelText(/Context size/) as HTMLInputElement).value).toBe('4096');

@@ -134,6 +134,8 @@ describe('tauriApi', () => {
       tauriApi.runBenchmark(s, noop),
       tauriApi.cancelBenchmark('r'),
       tauriApi.exportBenchmark('r', 'json'),
+      tauriApi.calibration(),
+      tauriApi.calibrateModel(noop),
     ]);
     expect([...seen].sort()).toEqual([...COMMANDS].sort());
     expect(new Set(COMMANDS).size).toBe(COMMANDS.length);

@@ -1,6 +1,6 @@
 // Event sequences and a scriptable mock of the backend for component tests.
 import { vi } from 'vitest';
-import type { Api, BenchEvent, DownloadEvent, ModelResult, Settings } from '../src/lib/api';
+import type { Api, BenchEvent, Calibration, CalibrationEvent, DownloadEvent, ModelResult, Settings } from '../src/lib/api';
 import type { AgentEvent, Gauge, PlanRow } from '../src/lib/events';
 
 export function gauge(over: Partial<Gauge> = {}): Gauge {
@@ -91,7 +91,8 @@ export function mockApi(over: Partial<Api> = {}) {
     agent: ((e: AgentEvent) => void) | null;
     bench: ((e: BenchEvent) => void) | null;
     download: ((e: DownloadEvent) => void) | null;
-  } = { agent: null, bench: null, download: null };
+    calibration: ((e: CalibrationEvent) => void) | null;
+  } = { agent: null, bench: null, download: null, calibration: null };
   const settings: Settings = {
     model_path: '/models/SmolLM2-135M-Instruct.Q4_1.gguf',
     context: 4096,
@@ -155,6 +156,10 @@ export function mockApi(over: Partial<Api> = {}) {
     }),
     cancelBenchmark: vi.fn(async () => {}),
     exportBenchmark: vi.fn(async (_id: string, f: 'json' | 'markdown') => `/tmp/bench.${f === 'json' ? 'json' : 'md'}`),
+    calibration: vi.fn(async (): Promise<Calibration | null> => null),
+    calibrateModel: vi.fn(async (on: (e: CalibrationEvent) => void) => {
+      sinks.calibration = on;
+    }),
     ...over,
   } satisfies Api;
   return { api, sinks, settings };
@@ -194,5 +199,23 @@ export function modelResult(over: Partial<ModelResult> = {}): ModelResult {
     wall_s: 93.4,
     ...benchRecord(),
     ...over,
+  };
+}
+
+/** A stored calibration: two strategies at two ratios, v2 at 0.6 recommended. */
+export function calibration(): Calibration {
+  const row = (strategy: string, ratio: number, route_done: number, facts_kept: number, wall_s: number) => ({
+    strategy, ratio, rounds: route_done + 1, route_done, route_total: 6, compactions: 3, facts_fetched: 5, facts_kept, facts_in_answer: 0, exit: 'final_answer', wall_s,
+  });
+  return {
+    model: 'SmolLM2-135M-Instruct.Q4_1',
+    world: 'cdn-purge-storm',
+    route_len: 6,
+    n_ctx: 2048,
+    reserve: 192,
+    measured_at: 1_796_457_600,
+    rows: [row('v1', 0.6, 6, 1, 60), row('v1', 0.9, 6, 0, 55), row('v2', 0.6, 6, 2, 62), row('v2', 0.9, 4, 2, 40)],
+    recommended: { strategy: 'v2', ratio: 0.6 },
+    reason: 'v2 at ratio 0.6 got furthest along the route (6/6 calls) and kept the most of what it fetched (2 of 5 facts in its final context, 0 in its answer), in 62 s',
   };
 }

@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench_kv;
+mod calibrate;
 mod investigate;
 mod models;
 mod plan;
@@ -28,6 +29,8 @@ enum Command {
     Plan(plan::PlanArgs),
     /// Benchmark KV-cache reuse over a scripted tool investigation.
     BenchKv(bench_kv::BenchKvArgs),
+    /// Measure each strategy and trigger ratio on a model and store the recommendation.
+    Calibrate(calibrate::CalibrateArgs),
     /// Run an investigation with a local model, tools and measured forgetting.
     Investigate(investigate::InvestigateArgs),
     /// Run one tool with the same containment as in an investigation.
@@ -94,6 +97,7 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Command::Calibrate(args) => run_async(|| async { calibrate::run(args).await.map(|()| true) }),
         Command::Investigate(args) => run_async(|| async { investigate::investigate(args).await.map(|()| true) }),
         Command::Tool(args) => run_async(|| investigate::tool(args)),
         Command::Sessions(args) => run_async(|| async { investigate::sessions(args).await.map(|()| true) }),

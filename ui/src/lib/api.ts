@@ -191,6 +191,40 @@ export interface BenchOptions {
   scorers: string[];
 }
 
+/** One strategy at one ratio measured by a calibration (mf-bench `CalibrationRow`). */
+export interface CalibrationRow {
+  strategy: string;
+  ratio: number;
+  rounds: number;
+  route_done: number;
+  route_total: number;
+  compactions: number;
+  facts_fetched: number;
+  facts_kept: number;
+  facts_in_answer: number;
+  exit: string;
+  wall_s: number;
+}
+
+/** A model's calibration (mf-bench `Calibration`), as `mf calibrate` or Settings stored it. */
+export interface Calibration {
+  model: string;
+  world: string;
+  route_len: number;
+  n_ctx: number;
+  reserve: number;
+  measured_at: number;
+  rows: CalibrationRow[];
+  recommended: { strategy: string; ratio: number } | null;
+  reason: string;
+}
+
+/** What a calibration run reports (src-tauri `CalibrationEvent`). */
+export type CalibrationEvent =
+  | { type: 'progress'; done: number; total: number; row: CalibrationRow }
+  | { type: 'finished'; calibration: Calibration }
+  | { type: 'error'; message: string };
+
 /** A judge on a server (mf-bench `JudgeRequest`): grades instead of the model under test. */
 export interface JudgeRequest {
   engine: 'openai' | 'ollama';
@@ -245,6 +279,10 @@ export interface Api {
   runBenchmark(request: BenchRequest, onEvent: (e: BenchEvent) => void): Promise<string>;
   cancelBenchmark(runId: string): Promise<void>;
   exportBenchmark(runId: string, format: 'json' | 'markdown'): Promise<string>;
+  /** The calibration stored for the settings' model, if any. */
+  calibration(): Promise<Calibration | null>;
+  /** Calibrates the settings' model (embedded engine); progress and the result stream to `onEvent`. */
+  calibrateModel(onEvent: (e: CalibrationEvent) => void): Promise<void>;
 }
 
 async function call<T>(cmd: string, args?: Record<string, unknown>): Promise<T> {
@@ -301,6 +339,8 @@ export const tauriApi: Api = {
   runBenchmark: (request, onEvent) => call('run_benchmark', { request, onEvent: channel(onEvent) }),
   cancelBenchmark: (runId) => call('cancel_benchmark', { runId }),
   exportBenchmark: (runId, format) => call('export_benchmark', { runId, format }),
+  calibration: () => call('calibration'),
+  calibrateModel: (onEvent) => call('calibrate_model', { onEvent: channel(onEvent) }),
 };
 
 /**

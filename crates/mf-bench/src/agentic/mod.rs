@@ -17,6 +17,7 @@
 //! confabulation, the exit, tokens decoded vs reused, wall time.
 //! [`summarise`] and [`markdown`] make the tables.
 
+pub mod calibrate;
 pub mod driver;
 pub mod metrics;
 pub mod server;

@@ -1,0 +1,259 @@
+//! Calibration: a short fixed run that measures each compacting strategy at
+//! each trigger ratio on one model, and recommends the pair that served the
+//! investigation best there.
+//!
+//! Published work finds that the best strategy depends on the model, and
+//! peers use one fixed threshold for every model. This measures the choice
+//! instead: one long world, route-driven (the calls come from the world so a
+//! small model's planning does not decide the outcome) and cut to its first
+//! [`CalibrationConfig::route_len`] calls, so the window fills and compaction
+//! fires several times within a few minutes. Everything else is the real
+//! loop on the real model: its summaries, the context accounting, the
+//! closing answer.
+//!
+//! The ranking, in order: how far along the route the run got (a run that
+//! stops early cannot answer from what it never fetched), how many of the
+//! fetched facts are still in the context it answers from (verbatim or in a
+//! summary) plus how many its answer states, then the shorter wall time.
+//! Retention by keyword favours strategies that keep literals; with a reader
+//! as small as the test models, answers are near the floor.
+
+use std::sync::Arc;
+
+use mf_forgetting::StrategyKind;
+use mf_inference::Backend;
+use serde::{Deserialize, Serialize};
+
+use super::{AgenticConfig, AgenticStrategy, Driver, World, run_world};
+use crate::error::{BenchError, Result};
+
+/// The world a calibration runs by default (one of `scenarios/agentic/`).
+pub const CALIBRATION_WORLD: &str = "cdn-purge-storm";
+
+/// What a calibration runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CalibrationConfig {
+    /// Calls of the world's route replayed (the rest is left out).
+    pub route_len: usize,
+    /// Strategies measured.
+    pub strategies: Vec<StrategyKind>,
+    /// Trigger ratios measured (of `C − G`).
+    pub ratios: Vec<f64>,
+    /// The loop's other settings (context from the backend; driver: route).
+    pub base: AgenticConfig,
+}
+
+impl Default for CalibrationConfig {
+    fn default() -> Self {
+        CalibrationConfig {
+            route_len: 6,
+            strategies: vec![StrategyKind::Masking, StrategyKind::V1, StrategyKind::V2],
+            ratios: vec![0.6, 0.75, 0.9],
+            base: AgenticConfig { driver: Driver::Route, port: 18946, ..AgenticConfig::default() },
+        }
+    }
+}
+
+/// One strategy at one ratio, measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CalibrationRow {
+    /// Strategy name.
+    pub strategy: String,
+    /// Trigger ratio.
+    pub ratio: f64,
+    /// Rounds reached.
+    pub rounds: u32,
+    /// Route calls made, of `route_total`.
+    pub route_done: usize,
+    /// Route calls asked for.
+    pub route_total: usize,
+    /// Compactions done.
+    pub compactions: u32,
+    /// Facts of the fetched endpoints.
+    pub facts_fetched: usize,
+    /// Fetched facts still in the final context (verbatim or in a summary).
+    pub facts_kept: usize,
+    /// Facts the closing answer states.
+    pub facts_in_answer: usize,
+    /// How the run ended.
+    pub exit: String,
+    /// Wall time, seconds.
+    pub wall_s: f64,
+}
+
+impl CalibrationRow {
+    /// The ranking key (larger is better; see the module docs).
+    fn key(&self) -> (usize, usize, i64) {
+        (self.route_done, self.facts_kept + self.facts_in_answer, -(self.wall_s * 1000.0) as i64)
+    }
+}
+
+/// The recommendation: a strategy and a ratio.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Recommendation {
+    /// Strategy name (as the settings take it).
+    pub strategy: String,
+    /// Trigger ratio.
+    pub ratio: f64,
+}
+
+/// A calibration's result: every row and what they recommend.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    /// The model (file name or server name).
+    pub model: String,
+    /// The world and how many of its calls were replayed.
+    pub world: String,
+    /// Route calls replayed.
+    pub route_len: usize,
+    /// Context window `C` and reserve `G` of the runs.
+    pub n_ctx: u32,
+    /// See `n_ctx`.
+    pub reserve: u32,
+    /// When it was measured (seconds since the Unix epoch).
+    pub measured_at: u64,
+    /// Every strategy × ratio, in the order run.
+    pub rows: Vec<CalibrationRow>,
+    /// The best row's strategy and ratio (`None` when nothing ran).
+    pub recommended: Option<Recommendation>,
+    /// Why, in one sentence with its numbers.
+    pub reason: String,
+}
+
+/// Where a model's calibration is kept in the data folder `dir` (the one
+/// `mf` and the app share): `calibration/MODEL-FILE.json`.
+#[must_use]
+pub fn stored_path(dir: &std::path::Path, model_file: &str) -> std::path::PathBuf {
+    dir.join("calibration").join(format!("{model_file}.json"))
+}
+
+/// The calibration stored for `model_file` in `dir`, if any (a file that
+/// does not parse counts as none).
+#[must_use]
+pub fn load_stored(dir: &std::path::Path, model_file: &str) -> Option<Calibration> {
+    let text = std::fs::read_to_string(stored_path(dir, model_file)).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// Writes `c` as the calibration of `model_file` in `dir`.
+///
+/// # Errors
+/// The folder or file cannot be written.
+pub fn store(dir: &std::path::Path, model_file: &str, c: &Calibration) -> Result<std::path::PathBuf> {
+    let path = stored_path(dir, model_file);
+    let io = |e: std::io::Error| BenchError::WriteFile { path: path.clone(), source: e };
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(io)?;
+    }
+    std::fs::write(&path, serde_json::to_string_pretty(c)?).map_err(io)?;
+    Ok(path)
+}
+
+/// Runs the calibration of `backend` on `world` (its route cut to
+/// `cfg.route_len` calls); `progress(done, total, row)` after each run.
+///
+/// # Errors
+/// An empty strategy or ratio list, a ratio outside (0, 1], a world without
+/// a route, or a run that fails (see [`run_world`]).
+pub async fn calibrate(
+    backend: Arc<dyn Backend>,
+    world: &World,
+    cfg: &CalibrationConfig,
+    progress: &mut dyn FnMut(usize, usize, &CalibrationRow),
+) -> Result<Calibration> {
+    let bad = |reason: String| Err(BenchError::InvalidSetting { name: "calibration", reason });
+    if cfg.strategies.is_empty() || cfg.ratios.is_empty() {
+        return bad("choose at least one strategy and one ratio".to_owned());
+    }
+    if let Some(r) = cfg.ratios.iter().find(|r| !(r.is_finite() && **r > 0.0 && **r <= 1.0)) {
+        return bad(format!("ratio {r} is outside (0, 1]"));
+    }
+    if world.route.is_empty() || cfg.route_len == 0 {
+        return bad(format!("world {} has no route to replay", world.id));
+    }
+    let mut w = world.clone();
+    w.route.truncate(cfg.route_len);
+    let total = cfg.strategies.len() * cfg.ratios.len();
+    let mut rows = Vec::with_capacity(total);
+    for &strategy in &cfg.strategies {
+        for &ratio in &cfg.ratios {
+            let run_cfg = AgenticConfig { ratio, driver: Driver::Route, strategies: vec![AgenticStrategy::Strategy(strategy)], ..cfg.base.clone() };
+            let r = run_world(backend.clone(), &w, AgenticStrategy::Strategy(strategy), &run_cfg).await?;
+            let row = CalibrationRow {
+                strategy: strategy.as_str().to_owned(),
+                ratio,
+                rounds: r.rounds,
+                route_done: r.route_fetched,
+                route_total: r.route_total,
+                compactions: r.compactions_done,
+                facts_fetched: r.facts_fetched,
+                facts_kept: r.facts_verbatim + r.facts_in_summary,
+                facts_in_answer: r.facts_held,
+                exit: r.exit,
+                wall_s: r.wall_ms as f64 / 1000.0,
+            };
+            rows.push(row);
+            progress(rows.len(), total, &rows[rows.len() - 1]);
+        }
+    }
+    let (recommended, reason) = recommend(&rows);
+    let measured_at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    Ok(Calibration {
+        model: backend.model_info().name,
+        world: world.id.clone(),
+        route_len: w.route.len(),
+        n_ctx: backend.context_size(),
+        reserve: cfg.base.reserve,
+        measured_at,
+        rows,
+        recommended,
+        reason,
+    })
+}
+
+/// The best row by [`CalibrationRow::key`] (the first of equals), and why.
+fn recommend(rows: &[CalibrationRow]) -> (Option<Recommendation>, String) {
+    let Some(best) = rows.iter().reduce(|a, b| if b.key() > a.key() { b } else { a }) else {
+        return (None, "nothing was measured".to_owned());
+    };
+    let reason = format!(
+        "{} at ratio {} got furthest along the route ({}/{} calls) and kept the most of what it fetched ({} of {} facts in its final context, {} in its answer), in {:.0} s",
+        best.strategy, best.ratio, best.route_done, best.route_total, best.facts_kept, best.facts_fetched, best.facts_in_answer, best.wall_s
+    );
+    (Some(Recommendation { strategy: best.strategy.clone(), ratio: best.ratio }), reason)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(strategy: &str, ratio: f64, route_done: usize, kept: usize, answer: usize, wall_s: f64) -> CalibrationRow {
+        CalibrationRow {
+            strategy: strategy.into(),
+            ratio,
+            rounds: 0,
+            route_done,
+            route_total: 6,
+            compactions: 0,
+            facts_fetched: 5,
+            facts_kept: kept,
+            facts_in_answer: answer,
+            exit: "final_answer".into(),
+            wall_s,
+        }
+    }
+
+    #[test]
+    fn the_recommendation_goes_furthest_then_keeps_most_then_is_fastest() {
+        let rows = vec![
+            row("masking", 0.75, 4, 4, 0, 30.0),
+            row("v1", 0.75, 6, 1, 0, 90.0),
+            row("v2", 0.75, 6, 2, 1, 95.0),
+            row("v2", 0.9, 6, 2, 1, 80.0),
+        ];
+        let (r, why) = recommend(&rows);
+        assert_eq!(r, Some(Recommendation { strategy: "v2".into(), ratio: 0.9 }));
+        assert!(why.contains("6/6 calls") && why.contains("2 of 5 facts"), "{why}");
+        assert_eq!(recommend(&[]).0, None);
+    }
+}

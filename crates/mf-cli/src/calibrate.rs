@@ -1,0 +1,135 @@
+//! `mf calibrate`: measures each compacting strategy at each trigger ratio
+//! on one model (logic in `mf_bench::agentic::calibrate`) and stores the
+//! recommendation, with the numbers behind it, in the data folder, where the
+//! app's settings show it for that model.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context as _, bail};
+use mf_bench::agentic::calibrate::{CALIBRATION_WORLD, Calibration, CalibrationConfig, CalibrationRow, calibrate, store};
+use mf_forgetting::StrategyKind;
+use mf_inference::{LlamaConfig, LlamaSession};
+
+/// Measure each strategy and trigger ratio on this model over a short
+/// route-driven world, and store the recommendation for the app.
+#[derive(Debug, clap::Args)]
+pub struct CalibrateArgs {
+    /// The GGUF model to calibrate.
+    #[arg(long)]
+    pub model: PathBuf,
+    /// World folder.
+    #[arg(long, default_value = "scenarios/agentic")]
+    pub worlds: PathBuf,
+    /// The world whose route is replayed.
+    #[arg(long, default_value = CALIBRATION_WORLD)]
+    pub world: String,
+    /// Route calls replayed (the window fills within a few, so compaction fires several times).
+    #[arg(long, default_value_t = CalibrationConfig::default().route_len)]
+    pub route_len: usize,
+    /// Strategies measured, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = CalibrationConfig::default().strategies)]
+    pub strategies: Vec<StrategyKind>,
+    /// Trigger ratios measured, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = CalibrationConfig::default().ratios)]
+    pub ratios: Vec<f64>,
+    /// Context window C of the runs (small, so that it fills).
+    #[arg(long, default_value_t = 2048)]
+    pub ctx: u32,
+    /// CPU threads (default: all).
+    #[arg(long)]
+    pub threads: Option<i32>,
+    /// Where the result is written (default: the data folder's
+    /// `calibration/MODEL-FILE.json`, which the app reads).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs the calibration, prints its table, writes its file.
+pub async fn run(args: CalibrateArgs) -> anyhow::Result<()> {
+    if args.threads.is_some_and(|t| t < 1) {
+        bail!("--threads must be at least 1");
+    }
+    let worlds = mf_bench::agentic::load_worlds(&args.worlds, std::slice::from_ref(&args.world))?;
+    let Some(world) = worlds.into_iter().map(|w| w.world).find(|w| w.id == args.world) else {
+        bail!("no world {:?} in {}", args.world, args.worlds.display());
+    };
+    let mut lc = LlamaConfig::new(&args.model).with_n_ctx(args.ctx);
+    lc.n_threads = args.threads;
+    lc.tool_grammar = true;
+    let model = args.model.clone();
+    let session = tokio::task::spawn_blocking(move || LlamaSession::load(lc)).await?.with_context(|| format!("cannot load {}", model.display()))?;
+    let cfg = CalibrationConfig { route_len: args.route_len, strategies: args.strategies.clone(), ratios: args.ratios.clone(), ..CalibrationConfig::default() };
+    let total = cfg.strategies.len() * cfg.ratios.len();
+    eprintln!(
+        "calibrating {} on {} ({} calls, C = {}): {} strategies × {} ratios = {total} runs",
+        args.model.display(),
+        world.id,
+        cfg.route_len.min(world.route.len()),
+        args.ctx,
+        cfg.strategies.len(),
+        cfg.ratios.len()
+    );
+    let t0 = Instant::now();
+    let mut progress = |done: usize, total: usize, r: &CalibrationRow| {
+        let elapsed = t0.elapsed().as_secs_f64();
+        let eta = elapsed / done as f64 * (total - done) as f64;
+        let width = 20;
+        let filled = done * width / total.max(1);
+        eprintln!(
+            "[{}{}] {done}/{total} {} @ {}: route {}/{}, {} compactions, kept {} of {} facts, {} in the answer, {}, {:.0} s · ETA {:.0} s",
+            "#".repeat(filled),
+            "-".repeat(width - filled),
+            r.strategy,
+            r.ratio,
+            r.route_done,
+            r.route_total,
+            r.compactions,
+            r.facts_kept,
+            r.facts_fetched,
+            r.facts_in_answer,
+            r.exit,
+            r.wall_s,
+            eta
+        );
+    };
+    let result = calibrate(Arc::new(session), &world, &cfg, &mut progress).await?;
+    let file = args.model.file_name().map_or_else(|| "model".to_owned(), |n| n.to_string_lossy().into_owned());
+    let out = match &args.out {
+        Some(out) => {
+            std::fs::write(out, serde_json::to_string_pretty(&result)?).with_context(|| format!("cannot write {}", out.display()))?;
+            out.clone()
+        }
+        None => store(&mf_agent::session::default_dir(), &file, &result)?,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&result)?);
+    } else {
+        print!("{}", table(&result));
+    }
+    eprintln!("written to {} ({:.0} s in all)", out.display(), t0.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// The rows as a Markdown table, then the recommendation.
+fn table(c: &Calibration) -> String {
+    let mut s = format!(
+        "{} on {} (first {} calls, route replayed; C = {}, G = {})\n\n| strategy | ratio | rounds | route | compactions | facts kept | in answer | exit | wall s |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |\n",
+        c.model, c.world, c.route_len, c.n_ctx, c.reserve
+    );
+    for r in &c.rows {
+        s.push_str(&format!(
+            "| {} | {} | {} | {}/{} | {} | {} / {} | {} | {} | {:.0} |\n",
+            r.strategy, r.ratio, r.rounds, r.route_done, r.route_total, r.compactions, r.facts_kept, r.facts_fetched, r.facts_in_answer, r.exit, r.wall_s
+        ));
+    }
+    match &c.recommended {
+        Some(rec) => s.push_str(&format!("\nRecommended: {} at ratio {} — {}.\n", rec.strategy, rec.ratio, c.reason)),
+        None => s.push_str(&format!("\nNo recommendation: {}.\n", c.reason)),
+    }
+    s
+}
