@@ -1,7 +1,7 @@
 //! The compaction step of the loop (plan + apply through mf-forgetting, on
 //! the model adapter of [`crate::compact`]) and its undo.
 
-use mf_forgetting::{ForgettingError, Message};
+use mf_forgetting::{Budget, ForgettingError, Message};
 use mf_inference::SnapshotSlot;
 
 use super::{Agent, BEFORE_COMPACTION, Undone, UndoPoint, n32};
@@ -15,6 +15,23 @@ pub(super) enum Compacted {
     Done(Vec<Message>, Gauge),
     /// The budget could not be restored: the loop ends with this reason.
     Exit(ExitReason),
+}
+
+/// The budget the plan sees. The loop triggers on the exact prompt, which
+/// also holds tokens outside the messages' own counts (the tool schemas, the
+/// template's glue: about 250 tokens with Gemma 3's template and three
+/// tools); the plan sums the messages. Those tokens come off the context
+/// (scaled by the ratio), so the plan's threshold is the loop's threshold
+/// less them, and a history the loop finds over it the plan finds over it
+/// too (it found 1,202 < 1,392 where the prompt was 1,500, and masked nothing).
+fn plan_budget(b: Budget, g: &Gauge) -> Budget {
+    let counted = u64::from(g.pinned) + u64::from(g.compressible) + u64::from(g.recent);
+    let outside = u64::from(g.prompt_tokens).saturating_sub(counted) as f64;
+    if outside <= 0.0 || b.ratio <= 0.0 {
+        return b;
+    }
+    let cut = (outside / b.ratio).ceil() as usize;
+    Budget { context: b.context.saturating_sub(cut).max(b.reserve + 1), ..b }
 }
 
 impl Agent {
@@ -37,7 +54,7 @@ impl Agent {
             tools: self.specs.clone(),
             history: history.to_vec(),
             strategy: self.settings.strategy,
-            budget: self.budget(),
+            budget: plan_budget(self.budget(), &g),
             config: self.settings.plan.clone(),
             delta: self.settings.delta,
             summary_pass: self.settings.summary_pass,
@@ -108,5 +125,25 @@ impl Agent {
             },
         };
         Ok(Some(Undone { history: point.history, kv, kv_error }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gauge(pinned: u32, compressible: u32, recent: u32, prompt_tokens: u32) -> Gauge {
+        Gauge { pinned, compressible, recent, free: 0, threshold: 1392, prompt_tokens, context: 2048, reserve: 192, messages: 6 }
+    }
+
+    #[test]
+    fn tokens_outside_the_messages_come_off_the_plans_threshold() {
+        let b = Budget { context: 2048, reserve: 192, ratio: 0.75, recent: 2 };
+        // Gemma 3's first trigger: the messages sum to 1,202, the prompt is 1,500.
+        let p = plan_budget(b, &gauge(494, 357, 351, 1500));
+        assert!(p.threshold() <= b.threshold() - 298 && p.threshold() >= b.threshold() - 300, "{}", p.threshold());
+        assert!(1202 > p.threshold(), "the plan must find the history over its threshold");
+        // Messages that count more than the prompt (a template that adds nothing): unchanged.
+        assert_eq!(plan_budget(b, &gauge(799, 478, 468, 1620)), b);
     }
 }
