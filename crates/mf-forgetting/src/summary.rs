@@ -98,8 +98,11 @@ static HTTP_STATUS: LazyLock<Regex> = LazyLock::new(|| re(r"\b(?:HTTP|status)[ :
 /// fallback must be used.
 ///
 /// Removes closed `<think>` blocks and anything after an unclosed one, then
-/// refuses: empty text, tool-call markup, fewer than 8 letters or digits, or
-/// a repetition loop (6+ lines, fewer than a third distinct).
+/// refuses: empty text, tool-call markup, fewer than 8 letters or digits, a
+/// repetition loop (6+ lines, fewer than a third distinct), or an echo of
+/// the pass's own instructions (a sentence of [`SUMMARY_SYSTEM_PROMPT`]:
+/// Gemma 3 270M answered 13 of 13 summary passes of a long world with the
+/// prompt itself, which carries no fact and displaced the fallback's).
 pub fn clean_summary(raw: &str) -> Result<String, String> {
     let mut text = THINK_BLOCK.replace_all(raw, "").into_owned();
     if let Some(p) = text.find("<think>") {
@@ -119,6 +122,9 @@ pub fn clean_summary(raw: &str) -> Result<String, String> {
     let distinct: std::collections::BTreeSet<&str> = lines.iter().copied().collect();
     if lines.len() >= 6 && distinct.len() * 3 < lines.len() {
         return Err("summary repeats itself".to_owned());
+    }
+    if SUMMARY_SYSTEM_PROMPT.split(". ").map(str::trim).filter(|s| s.chars().count() >= 30).any(|s| text.contains(s)) {
+        return Err("summary repeats its instructions".to_owned());
     }
     Ok(text)
 }
@@ -235,6 +241,11 @@ mod tests {
         assert!(clean_summary("<tool_call>{\"name\":\"x\"}</tool_call>").is_err());
         assert!(clean_summary("- ok").is_err());
         assert!(clean_summary(&"- same line\n".repeat(10)).is_err());
+        // The instructions echoed back (what Gemma 3 270M wrote), whole or in part.
+        assert_eq!(clean_summary(SUMMARY_SYSTEM_PROMPT), Err("summary repeats its instructions".to_owned()));
+        let part = format!("- edge-gateway owned by team-edge\n{}", &SUMMARY_SYSTEM_PROMPT[..120]);
+        assert_eq!(clean_summary(&part), Err("summary repeats its instructions".to_owned()));
+        assert!(clean_summary("- kept every number: 4,812 failed requests in eu-west").is_ok(), "a few shared words are not an echo");
         assert_eq!(
             clean_summary("<think>hm</think>\n- build 4817 broke checkout\n").as_deref(),
             Ok("- build 4817 broke checkout")
