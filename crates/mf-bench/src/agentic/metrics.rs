@@ -413,7 +413,8 @@ pub fn markdown(results: &[AgenticResult]) -> String {
             "| driver | strategy | runs | rounds (mean / max) | route done | compactions planned / done / refused | peak context | facts fetched | facts in final context (verbatim + summary) | facts in answer | answer keyword (0–3) | confabulated | tokens decoded / reused | wall s | exits |"
         );
         let _ = writeln!(out, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |");
-        for x in &r.summary {
+        // Files written before empty rows were left out can hold rows of strategies that never ran.
+        for x in r.summary.iter().filter(|x| x.runs > 0) {
             let exits: Vec<String> = x.exits.iter().map(|(k, v)| format!("{k} ×{v}")).collect();
             let strategy = if x.did_not_compact > 0 && x.did_not_compact == x.runs {
                 format!("{} (did not compact)", x.strategy)
