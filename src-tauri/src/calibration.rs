@@ -7,8 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use mf_bench::agentic::calibrate::{self, CALIBRATION_WORLD, Calibration, CalibrationConfig, CalibrationRow};
-use mf_inference::{LlamaConfig, LlamaSession};
+use mf_bench::agentic::calibrate::{self, CALIBRATION_CONTEXT, CALIBRATION_WORLD, Calibration, CalibrationConfig, CalibrationRow};
+use mf_inference::LlamaSession;
 use serde::Serialize;
 use tauri::State;
 use tauri::ipc::Channel;
@@ -16,10 +16,6 @@ use tauri::ipc::Channel;
 use crate::AppState;
 use crate::error::{CmdResult, CommandError};
 use crate::settings::Engine;
-
-/// The context window a calibration runs at (the agentic worlds' own, small
-/// so that the window fills within a few calls).
-pub const CALIBRATION_CONTEXT: u32 = 2048;
 
 /// What a calibration run reports (ui/src/lib/api.ts `CalibrationEvent`).
 #[derive(Debug, Clone, Serialize)]
@@ -95,11 +91,8 @@ pub fn start(state: &AppState, send: impl Fn(CalibrationEvent) + Send + 'static)
     let Some(file) = model_file(&s.model_path).filter(|_| model.is_file()) else {
         return Err(CommandError::invalid(format!("No model file at {:?}.", s.model_path)));
     };
-    let world = mf_bench::agentic::load_worlds(&state.paths.worlds, &[CALIBRATION_WORLD.to_owned()])
+    let world = mf_bench::agentic::load_world(&state.paths.worlds, CALIBRATION_WORLD)
         .map_err(|e| CommandError::invalid(e.to_string()))?
-        .into_iter()
-        .map(|w| w.world)
-        .find(|w| w.id == CALIBRATION_WORLD)
         .ok_or_else(|| CommandError::invalid(format!("The calibration world {CALIBRATION_WORLD} is not in {}.", state.paths.worlds.display())))?;
     let dir = data_dir(state);
     let threads = i32::try_from(s.threads).ok().filter(|t| *t > 0);
@@ -108,10 +101,7 @@ pub fn start(state: &AppState, send: impl Fn(CalibrationEvent) + Send + 'static)
         .spawn(move || {
             let run = || -> Result<Calibration, String> {
                 let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| e.to_string())?;
-                let mut lc = LlamaConfig::new(&model).with_n_ctx(CALIBRATION_CONTEXT);
-                lc.n_threads = threads;
-                lc.tool_grammar = true;
-                let session = LlamaSession::load(lc).map_err(|e| format!("cannot load {}: {e}", model.display()))?;
+                let session = LlamaSession::load(calibrate::llama_config(&model, CALIBRATION_CONTEXT, threads)).map_err(|e| format!("cannot load {}: {e}", model.display()))?;
                 let mut progress = |done, total, row: &CalibrationRow| send(CalibrationEvent::Progress { done, total, row: row.clone() });
                 let c = rt
                     .block_on(calibrate::calibrate(Arc::new(session), &world, &CalibrationConfig::default(), &mut progress))

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 
 use mf_agent::AgentEvent;
-use mf_bench::agentic::{BASE, DEFAULT_SYSTEM, WorldServer, load_worlds};
+use mf_bench::agentic::{BASE, DEFAULT_SYSTEM, WorldServer, load_world, load_worlds};
 use mf_tools::policy::Mode;
 use serde::Serialize;
 use tauri::State;
@@ -53,8 +53,7 @@ fn free_port() -> CmdResult<u16> {
 /// stream to `on_event` like `start_investigation`'s.
 #[tauri::command]
 pub async fn start_demo(state: State<'_, AppState>, world: String, on_event: Channel<AgentEvent>) -> CmdResult<i64> {
-    let loaded = load_worlds(&state.paths.worlds, std::slice::from_ref(&world))?;
-    let w = loaded.into_iter().find(|l| l.world.id == world).ok_or_else(|| CommandError::new("not_found", format!("No demo world named {world}.")))?.world;
+    let w = load_world(&state.paths.worlds, &world)?.ok_or_else(|| CommandError::new("not_found", format!("No demo world named {world}.")))?;
     let settings = state.settings()?;
     settings.validate()?;
     let port = free_port()?;

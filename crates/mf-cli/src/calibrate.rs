@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context as _, bail};
-use mf_bench::agentic::calibrate::{CALIBRATION_WORLD, Calibration, CalibrationConfig, CalibrationRow, calibrate, store};
+use mf_bench::agentic::calibrate::{CALIBRATION_CONTEXT, CALIBRATION_WORLD, Calibration, CalibrationConfig, CalibrationRow, calibrate, llama_config, store};
 use mf_forgetting::StrategyKind;
-use mf_inference::{LlamaConfig, LlamaSession};
+use mf_inference::LlamaSession;
 
 /// Measure each strategy and trigger ratio on this model over a short
 /// route-driven world, and store the recommendation for the app.
@@ -35,7 +35,7 @@ pub struct CalibrateArgs {
     #[arg(long, value_delimiter = ',', default_values_t = CalibrationConfig::default().ratios)]
     pub ratios: Vec<f64>,
     /// Context window C of the runs (small, so that it fills).
-    #[arg(long, default_value_t = 2048)]
+    #[arg(long, default_value_t = CALIBRATION_CONTEXT)]
     pub ctx: u32,
     /// CPU threads (default: all).
     #[arg(long)]
@@ -54,13 +54,10 @@ pub async fn run(args: CalibrateArgs) -> anyhow::Result<()> {
     if args.threads.is_some_and(|t| t < 1) {
         bail!("--threads must be at least 1");
     }
-    let worlds = mf_bench::agentic::load_worlds(&args.worlds, std::slice::from_ref(&args.world))?;
-    let Some(world) = worlds.into_iter().map(|w| w.world).find(|w| w.id == args.world) else {
+    let Some(world) = mf_bench::agentic::load_world(&args.worlds, &args.world)? else {
         bail!("no world {:?} in {}", args.world, args.worlds.display());
     };
-    let mut lc = LlamaConfig::new(&args.model).with_n_ctx(args.ctx);
-    lc.n_threads = args.threads;
-    lc.tool_grammar = true;
+    let lc = llama_config(&args.model, args.ctx, args.threads);
     let model = args.model.clone();
     let session = tokio::task::spawn_blocking(move || LlamaSession::load(lc)).await?.with_context(|| format!("cannot load {}", model.display()))?;
     let cfg = CalibrationConfig { route_len: args.route_len, strategies: args.strategies.clone(), ratios: args.ratios.clone(), ..CalibrationConfig::default() };

@@ -30,6 +30,20 @@ use crate::error::{BenchError, Result};
 /// The world a calibration runs by default (one of `scenarios/agentic/`).
 pub const CALIBRATION_WORLD: &str = "cdn-purge-storm";
 
+/// The context window a calibration runs at: the agentic worlds' own, small
+/// so that the window fills within a few calls.
+pub const CALIBRATION_CONTEXT: u32 = 2048;
+
+/// The model as a calibration loads it: context `n_ctx`, tool calls held to
+/// the schemas by the grammar (as in the agentic benchmark).
+#[must_use]
+pub fn llama_config(model: &std::path::Path, n_ctx: u32, threads: Option<i32>) -> mf_inference::LlamaConfig {
+    let mut lc = mf_inference::LlamaConfig::new(model).with_n_ctx(n_ctx);
+    lc.n_threads = threads;
+    lc.tool_grammar = true;
+    lc
+}
+
 /// What a calibration runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CalibrationConfig {
@@ -177,7 +191,7 @@ pub async fn calibrate(
     let mut rows = Vec::with_capacity(total);
     for &strategy in &cfg.strategies {
         for &ratio in &cfg.ratios {
-            let run_cfg = AgenticConfig { ratio, driver: Driver::Route, strategies: vec![AgenticStrategy::Strategy(strategy)], ..cfg.base.clone() };
+            let run_cfg = AgenticConfig { ratio, driver: Driver::Route, ..cfg.base.clone() };
             let r = run_world(backend.clone(), &w, AgenticStrategy::Strategy(strategy), &run_cfg).await?;
             let row = CalibrationRow {
                 strategy: strategy.as_str().to_owned(),

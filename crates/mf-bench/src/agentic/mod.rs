@@ -37,7 +37,7 @@ pub use metrics::{
     retention, summarise, validate_agentic,
 };
 pub use server::WorldServer;
-pub use world::{DEFAULT_SYSTEM, Endpoint, LoadedWorld, ProbeKind, World, WorldProbe, load_worlds, parse_world};
+pub use world::{DEFAULT_SYSTEM, Endpoint, LoadedWorld, ProbeKind, World, WorldProbe, load_world, load_worlds, parse_world};
 
 use crate::error::{BenchError, Result};
 

@@ -196,6 +196,18 @@ pub fn parse_world(path: &Path, text: &str) -> Result<World> {
     Ok(w)
 }
 
+/// The world of `dir` whose id is exactly `id` (`None` when there is none).
+///
+/// # Errors
+/// As [`load_worlds`], but a folder without that world is `Ok(None)`.
+pub fn load_world(dir: &Path, id: &str) -> Result<Option<World>> {
+    match load_worlds(dir, &[id.to_owned()]) {
+        Ok(loaded) => Ok(loaded.into_iter().map(|l| l.world).find(|w| w.id == id)),
+        Err(BenchError::NoScenarios(_)) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// Loads every `*.json` world of `dir` (sorted), keeping ids that contain one of `filters`.
 ///
 /// # Errors
