@@ -1,5 +1,5 @@
 # The two commands of the README. Everything else is in scripts/.
-.PHONY: run test setup models
+.PHONY: run test setup models bundle
 
 run:     ## install what is missing, then run the main job
 	scripts/run.sh
@@ -12,3 +12,8 @@ setup:   ## only install what is missing (system packages, test models)
 
 models:  ## only fetch and verify the test models
 	python3 scripts/fetch_models.py
+
+bundle:  ## build the installable Linux package (.deb, release) into $CARGO_TARGET_DIR/release/bundle/deb/
+	scripts/setup.sh
+	npm ci --no-audit --no-fund --loglevel=error
+	scripts/bundle.sh

@@ -22,5 +22,7 @@ cargo test --workspace --all-targets --locked 2>&1
 echo "==> desktop app: real window under Xvfb (SmolLM2, loopback API, benchmark; screenshots in artifacts/screenshots/app)"
 cargo build -p measured-forgetting -p mf-tools -p mf-cli --bins --locked 2>&1
 scripts/e2e-app.sh
+echo "==> the installable package: .deb built, extracted, its binary started under Xvfb"
+scripts/bundle-test.sh
 echo "==> fuzz workspace builds (planner target)"
 (cd fuzz && cargo check --locked --quiet 2>&1)

@@ -54,22 +54,31 @@ pub struct Paths {
 
 impl Paths {
     /// The paths for this process. `MF_CONFIG_DIR` (settings) and `MF_HOME`
-    /// (sessions, as for `mf`) override the platform folders; `MF_ROOT` is
-    /// the checkout holding `models/` and `scenarios/` (by default the one
-    /// the app was built from, else the working directory).
+    /// (sessions, as for `mf`) override the platform folders. `MF_ROOT` is
+    /// a checkout holding `models/` and `scenarios/`. Without it, an
+    /// installed app (its bundle's `resources` hold `scenarios/`) reads the
+    /// scenarios and demo worlds from there and keeps models in the data
+    /// folder; otherwise the checkout the app was built from (or the working
+    /// directory) is used.
     #[must_use]
-    pub fn resolve(config_dir: Option<PathBuf>, data_dir: Option<PathBuf>) -> Self {
+    pub fn resolve(config_dir: Option<PathBuf>, data_dir: Option<PathBuf>, resources: Option<PathBuf>) -> Self {
         let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
         let built = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let installed = resources.filter(|r| env("MF_ROOT").is_none() && r.join("scenarios").is_dir());
         let root = env("MF_ROOT").unwrap_or_else(|| if built.join("models").is_dir() { built } else { PathBuf::from(".") });
-        let config = env("MF_CONFIG_DIR").or(config_dir).unwrap_or_else(|| root.join(".mf-config"));
         let data = env("MF_HOME").or(data_dir).unwrap_or_else(|| root.join(".mf-data"));
+        let config = env("MF_CONFIG_DIR").or(config_dir).unwrap_or_else(|| root.join(".mf-config"));
+        // An installed app keeps models in its data folder; a checkout in its `models/`.
+        let (models, shipped) = match installed {
+            Some(resources) => (data.join("models"), resources),
+            None => (root.join("models"), root),
+        };
         Self {
             settings: config.join("settings.json"),
             db: data.join("sessions.db"),
-            models: env("MF_MODELS_DIR").unwrap_or_else(|| root.join("models")),
-            scenarios: env("MF_SCENARIOS_DIR").unwrap_or_else(|| root.join("scenarios/compaction")),
-            worlds: env("MF_WORLDS_DIR").unwrap_or_else(|| root.join("scenarios/agentic")),
+            models: env("MF_MODELS_DIR").unwrap_or(models),
+            scenarios: env("MF_SCENARIOS_DIR").unwrap_or_else(|| shipped.join("scenarios/compaction")),
+            worlds: env("MF_WORLDS_DIR").unwrap_or_else(|| shipped.join("scenarios/agentic")),
             exports: data.join("exports"),
         }
     }
@@ -244,7 +253,7 @@ app_commands![
 pub fn app<R: Runtime>(builder: tauri::Builder<R>) -> tauri::Builder<R> {
     builder.plugin(tauri_plugin_dialog::init()).invoke_handler(handler()).setup(|app| {
         // Sessions go where `mf` keeps them, so History lists the CLI's too.
-        let paths = Paths::resolve(app.path().app_config_dir().ok(), Some(mf_agent::session::default_dir()));
+        let paths = Paths::resolve(app.path().app_config_dir().ok(), Some(mf_agent::session::default_dir()), app.path().resource_dir().ok());
         let state = AppState::new(paths)?;
         // Investigations of a process that died are marked interrupted (resumable).
         if let Err(e) = state.sessions.recover_dead() {
@@ -276,6 +285,32 @@ mod tests {
 
     fn root() -> PathBuf {
         PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    }
+
+    /// An installed app (a bundle whose resources hold `scenarios/`) reads
+    /// its demo worlds and scenarios from the bundle and keeps models in the
+    /// data folder, wherever it is started from; without such a bundle (a
+    /// binary under `target/`) the checkout it was built from is used.
+    #[test]
+    fn an_installed_app_reads_its_bundle_and_keeps_models_in_the_data_folder() {
+        let set = ["MF_ROOT", "MF_HOME", "MF_CONFIG_DIR", "MF_MODELS_DIR", "MF_SCENARIOS_DIR", "MF_WORLDS_DIR"];
+        if set.iter().any(|k| std::env::var_os(k).is_some_and(|v| !v.is_empty())) {
+            eprintln!("skipped: one of {set:?} is set in this environment");
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let res = d.path().join("usr/lib/Measured Forgetting");
+        std::fs::create_dir_all(res.join("scenarios/agentic")).unwrap();
+        let p = Paths::resolve(Some(d.path().join("cfg")), Some(d.path().join("data")), Some(res.clone()));
+        assert_eq!(p.worlds, res.join("scenarios/agentic"));
+        assert_eq!(p.scenarios, res.join("scenarios/compaction"));
+        assert_eq!(p.models, d.path().join("data/models"));
+        assert_eq!(p.db, d.path().join("data/sessions.db"));
+        assert_eq!(p.settings, d.path().join("cfg/settings.json"));
+        // A resource folder without scenarios (the binary under target/): the checkout.
+        let p = Paths::resolve(Some(d.path().join("cfg")), Some(d.path().join("data")), Some(d.path().join("empty")));
+        assert_eq!(p.worlds, root().join("scenarios/agentic"));
+        assert_eq!(p.models, root().join("models"));
     }
 
     fn json(path: &str) -> serde_json::Value {

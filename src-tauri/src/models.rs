@@ -105,7 +105,7 @@ pub async fn app_info(state: State<'_, AppState>) -> CmdResult<AppInfo> {
     let run_code = run_code_status(&s, mf_tools::code::CodeConfig::beside_exe()).await;
     let mut notice = None;
     if !Path::new(&s.model_path).is_file() {
-        notice = Some(format!("No model file at {:?}. Run scripts/setup.sh to fetch the test models, or choose a model in Settings.", s.model_path));
+        notice = Some(format!("No model file at {:?}. Download the recommended model or choose a model file in Settings (in a checkout, scripts/setup.sh fetches the small test models).", s.model_path));
     } else if Path::new(&s.model_path).file_name().and_then(|n| n.to_str()) == Some(TEST_MODEL_FILE) {
         notice = default_model(&state.paths.models).and_then(|(_, n)| n);
     }
