@@ -38,7 +38,8 @@ pub enum McpTransport {
         command: String,
         /// Its arguments.
         args: Vec<String>,
-        /// Variables added to the inherited environment.
+        /// Variables set for the server, beside the few it inherits
+        /// ([`INHERITED_ENV`](crate::mcp::INHERITED_ENV): HOME, PATH, USER, the locale…).
         env: BTreeMap<String, String>,
         /// Working directory (default: the app's).
         cwd: Option<PathBuf>,

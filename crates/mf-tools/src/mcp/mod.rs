@@ -31,6 +31,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use config::{McpConfig, McpServerConfig, McpTransport, NAME_SEPARATOR};
+pub use stdio::INHERITED_ENV;
 use server::{Limits, Server, Snapshot};
 
 use crate::ToolError;

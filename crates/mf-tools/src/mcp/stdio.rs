@@ -121,12 +121,32 @@ impl Drop for ChildGuard {
 /// The transport rmcp drives: a sink of our messages and a stream of the server's.
 pub type StdioTransport = (mpsc::Sender<ClientJsonRpcMessage>, mpsc::Receiver<ServerJsonRpcMessage>);
 
-/// Spawns the server and starts its reader, writer and stderr tasks.
+/// The variables a server inherits from this process: what a program needs
+/// to find itself, its home and its locale. Everything else (API keys,
+/// tokens, this app's own settings) stays here; a server that needs more
+/// names it in its `env`.
+#[cfg(unix)]
+pub const INHERITED_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ"];
+/// The variables a server inherits from this process (see the Unix list).
+#[cfg(windows)]
+pub const INHERITED_ENV: &[&str] = &[
+    "APPDATA", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATH", "PATHEXT", "PROCESSOR_ARCHITECTURE", "PROGRAMFILES", "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "TMP", "USERNAME", "USERPROFILE",
+];
+
+/// Spawns the server and starts its reader, writer and stderr tasks. The
+/// server gets [`INHERITED_ENV`] from this process and its configured `env`,
+/// nothing else.
 ///
 /// # Errors
 /// The spawn's I/O error (program not found, not executable, bad `cwd`).
 pub fn spawn(command: &str, args: &[String], env: &BTreeMap<String, String>, cwd: Option<&PathBuf>) -> std::io::Result<(ChildGuard, StdioTransport, Arc<Diagnostics>)> {
     let mut cmd = Command::new(command);
+    cmd.env_clear();
+    for k in INHERITED_ENV {
+        if let Some(v) = std::env::var_os(k) {
+            cmd.env(k, v);
+        }
+    }
     cmd.args(args).envs(env).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
     #[cfg(unix)]
     cmd.process_group(0);

@@ -287,6 +287,26 @@ async fn a_malformed_answer_is_a_clear_error() {
     }
 }
 
+/// A stdio server sees the few variables a program needs (PATH, HOME) and
+/// its configured `env`, not the rest of this process's environment: here
+/// the variables cargo sets for a test run (`CARGO_PKG_NAME`…), which stand
+/// for an API key or token in the app's environment. (`python3` may be a
+/// shim that adds its own variables, so the test names what must be absent.)
+#[tokio::test]
+async fn a_stdio_server_inherits_only_the_basic_variables_and_its_own_env() {
+    assert!(std::env::var_os("CARGO_PKG_NAME").is_some(), "cargo sets CARGO_PKG_NAME for test runs");
+    let reg = registry(json!({"mcpServers": {"env": {"command": "python3", "args": [fake(), "env"], "env": {"MF_GIVEN": "1"}}}}), |m| {
+        m.default_mode = Mode::Auto;
+        m.start_timeout = Duration::from_secs(10);
+    })
+    .await;
+    reg.connect_mcp().await;
+    let names = mcp_text(reg.run("e1", "env__work", "{}", None).await.unwrap());
+    let names: Vec<&str> = names.lines().collect();
+    assert!(names.contains(&"PATH") && names.contains(&"HOME") && names.contains(&"MF_GIVEN"), "{names:?}");
+    assert!(!names.iter().any(|n| n.starts_with("CARGO")), "the server saw this process's variables: {names:?}");
+}
+
 #[tokio::test]
 async fn a_server_over_streamable_http() {
     let port = {
