@@ -8,7 +8,11 @@ use crate::estimate::{Fit, plan_literals, summary_content, summary_message};
 use crate::literals::{self, Literal};
 use crate::message::{Message, MessageId, question_index};
 use crate::plan::{CompactionPlan, Decline, StrategyKind, Tier};
-use crate::summary::{Summarizer, build_request, clean_summary, fallback};
+use crate::summary::{Summarizer, build_request, clean_summary, fallback, informative_values, keeps_any_value};
+
+/// A model summary is refused when the compacted messages hold at least this
+/// many informative values ([`informative_values`]) and it keeps none.
+const MIN_VALUES_TO_KEEP: usize = 3;
 use crate::taxonomy::ProblemClass;
 use crate::tokens::TokenCounter;
 
@@ -245,8 +249,16 @@ pub fn apply(
                         params.max_tokens = params.max_tokens.min(limit);
                     }
                     let request = build_request(question, &log, &plan.instructions, params);
+                    let summarised: Vec<&Message> = plan.messages.iter().filter(|m| m.tier.is_summarised()).map(|m| &messages[m.index]).collect();
+                    let values = informative_values(&summarised);
                     model_summary = match summarizer.summarize(&request) {
                         Ok(raw) => match clean_summary(&raw) {
+                            // The pass was told to keep every number, datum and fact:
+                            // one that keeps none of several is garbage too.
+                            Ok(s) if values.len() >= MIN_VALUES_TO_KEEP && !keeps_any_value(&s, &values) => {
+                                report.fallback = Some(format!("summary keeps none of the {} values of the compacted messages", values.len()));
+                                fallback(&log, plan.config.fallback_chars)
+                            }
                             Ok(s) => s,
                             Err(why) => {
                                 report.fallback = Some(why);

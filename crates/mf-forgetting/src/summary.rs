@@ -129,6 +129,44 @@ pub fn clean_summary(raw: &str) -> Result<String, String> {
     Ok(text)
 }
 
+/// The values a summary of `messages` should keep: the literals of their
+/// content (numbers, dates, identifiers, errors…) that tell something: not
+/// in a tool call (the call's URL or path is known without the result) and
+/// not repeated in most of the messages (a status line, the API's host).
+pub fn informative_values(messages: &[&Message]) -> Vec<String> {
+    let mut called = std::collections::HashSet::new();
+    let mut seen_in: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut order = Vec::new();
+    let mut with_content = 0usize;
+    for m in messages {
+        let text = m.analysis_text();
+        if m.kind() == MessageKind::ToolCall {
+            called.extend(crate::literals::extract_from_text(&text).into_iter().map(|(_, t)| t));
+            continue;
+        }
+        with_content += 1;
+        let mut here = std::collections::HashSet::new();
+        for (_, t) in crate::literals::extract_from_text(&text) {
+            if here.insert(t.clone()) {
+                let n = seen_in.entry(t.clone()).or_insert(0);
+                if *n == 0 {
+                    order.push(t);
+                }
+                *n += 1;
+            }
+        }
+    }
+    order.into_iter().filter(|t| !called.contains(t) && !(with_content >= 2 && seen_in[t] * 2 > with_content) && !called.iter().any(|c: &String| c.contains(t.as_str()))).collect()
+}
+
+/// Whether `summary` keeps at least one of `values` (numbers compared
+/// without thousands separators: `4812` keeps `4,812`).
+pub fn keeps_any_value(summary: &str, values: &[String]) -> bool {
+    let plain = |s: &str| s.replace(',', "");
+    let summary = plain(summary);
+    values.iter().any(|v| summary.contains(&plain(v)))
+}
+
 /// The first `n` characters (not bytes) of a text, with `…` when cut.
 pub fn cut_chars(text: &str, n: usize) -> String {
     if text.chars().count() <= n {
@@ -250,6 +288,29 @@ mod tests {
             clean_summary("<think>hm</think>\n- build 4817 broke checkout\n").as_deref(),
             Ok("- build 4817 broke checkout")
         );
+    }
+
+    #[test]
+    fn informative_values_leave_out_what_the_calls_say_and_what_every_result_repeats() {
+        use crate::message::ToolCall;
+        let call = |id: &str, url: &str| ToolCall { id: id.into(), name: "http".into(), arguments: serde_json::json!({ "url": url }) };
+        let msgs = [
+            Message::assistant_calls("a1", "", vec![call("c1", "http://127.0.0.1:18940/outage/OUT-318.json")]),
+            Message::tool_result("t1", "c1", "http", "HTTP 200 http://127.0.0.1:18940/outage/OUT-318.json\n{\"commander\": \"Ines Duarte\", \"started\": \"2026-03-14 02:10 UTC\", \"endpoints\": 4812}"),
+            Message::assistant_calls("a2", "", vec![call("c2", "http://127.0.0.1:18940/certs/7F3A91.json")]),
+            Message::tool_result("t2", "c2", "http", "HTTP 200 http://127.0.0.1:18940/certs/7F3A91.json\n{\"host\": \"idp-edge-03\", \"error\": \"CERT_HAS_EXPIRED\"}"),
+        ];
+        let refs: Vec<&Message> = msgs.iter().collect();
+        let v = informative_values(&refs);
+        for want in ["2026-03-14 02:10", "4812", "idp-edge-03", "CERT_HAS_EXPIRED"] {
+            assert!(v.iter().any(|x| x == want), "{want} missing from {v:?}");
+        }
+        for not in ["HTTP 200", "127.0.0.1:18940", "OUT-318", "7F3A91"] {
+            assert!(!v.iter().any(|x| x.contains(not)), "{not} is in a call or in every result: {v:?}");
+        }
+        assert!(keeps_any_value("- 4,812 endpoints", &v), "separators do not matter");
+        assert!(keeps_any_value("- idp-edge-03 failed", &v));
+        assert!(!keeps_any_value("[bullet-1]\n[bullet-2]\n- HTTP 200 from OUT-318", &v));
     }
 
     #[test]

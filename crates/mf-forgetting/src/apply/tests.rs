@@ -62,13 +62,32 @@ fn v1_replaces_the_middle_with_one_labelled_summary() {
 fn literals_survive_next_to_the_summary_even_when_the_model_drops_them() {
     let h = history();
     let p = plan(StrategyKind::V1, &h, &budget(), &ApproxTokenCounter, &PlanConfig::default(), None).unwrap();
-    let mut s = Fixed(Ok("- the export reads a config and a log".into()), vec![]);
+    let mut s = Fixed(Ok("- the export reads batch_size from a config; its log is unreadable".into()), vec![]);
     let c = apply(&p, &h, &mut s, &ApproxTokenCounter).unwrap();
+    assert!(c.report.fallback.is_none());
     let text = &c.messages[2].content;
     for lit in ["/etc/export/config.yaml", "exports-7f3a", "5000"] {
         assert!(text.contains(lit), "{lit} missing from {text}");
     }
-    assert_eq!(c.report.literals_in_model_summary, 0);
+    assert_eq!(c.report.literals_in_model_summary, 1);
+}
+
+/// What SmolLM2 wrote for a long world: labels without content, or the
+/// log's own format with none of its values. Such a summary keeps nothing
+/// the pass was asked to keep: the fallback (the log's head, with its
+/// values) takes its place.
+#[test]
+fn a_summary_that_keeps_none_of_the_values_falls_back() {
+    let h = history();
+    let p = plan(StrategyKind::V1, &h, &budget(), &ApproxTokenCounter, &PlanConfig::default(), None).unwrap();
+    for reply in ["[bullet-1]\n[bullet-2]\n[bullet-3]\n[bullet-4]", "[a1 tool-call] read_file /etc/export/config.yaml\n[t1 tool-result] read the file"] {
+        let mut s = Fixed(Ok(reply.to_owned()), vec![]);
+        let c = apply(&p, &h, &mut s, &ApproxTokenCounter).unwrap();
+        let why = c.report.fallback.as_deref().unwrap_or_default();
+        assert!(why.starts_with("summary keeps none of the") && why.ends_with("values of the compacted messages"), "{reply}: {why}");
+        let used = c.report.summary.unwrap();
+        assert!(used.contains("5000") && used.chars().count() <= 500, "{used}");
+    }
 }
 
 #[test]
@@ -115,9 +134,11 @@ fn an_impossible_budget_is_a_typed_error_not_a_silent_overflow() {
     }
 }
 
-/// Distinct bullet lines of three approximate tokens each, `tokens` in all (rounded down).
+/// Distinct bullet lines of three approximate tokens each, `tokens` in all
+/// (rounded down); the first keeps a value of [`tight_window`]'s results
+/// (a summary that keeps none is refused).
 fn bullets(tokens: u32) -> String {
-    (0..tokens / 3).map(|k| format!("- fact {k}")).collect::<Vec<_>>().join("\n")
+    std::iter::once("- host1-7".to_owned()).chain((1..tokens / 3).map(|k| format!("- fact {k}"))).collect::<Vec<_>>().join("\n")
 }
 
 /// A small window whose pinned zone and one recent tool round nearly
@@ -178,7 +199,7 @@ fn a_compaction_that_would_grow_the_history_is_not_applied() {
     let p = plan(StrategyKind::V1, &h, &budget(), &ApproxTokenCounter, &PlanConfig::default(), None).unwrap();
     assert!(p.declined.is_none());
     let verbose = (0..40)
-        .map(|k| format!("- the export job was examined in detail, step {k}, and its configuration file was read carefully"))
+        .map(|k| format!("- the export job (batch 5000) was examined in detail, step {k}, and its configuration file was read carefully"))
         .collect::<Vec<_>>()
         .join("\n");
     let c = apply(&p, &h, &mut Fixed(Ok(verbose), vec![]), &ApproxTokenCounter).unwrap();
