@@ -4,21 +4,28 @@
 //! app's settings show it for that model.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context as _, bail};
-use mf_bench::agentic::calibrate::{CALIBRATION_CONTEXT, CALIBRATION_WORLD, Calibration, CalibrationConfig, CalibrationRow, calibrate, llama_config, store};
+use mf_agent::EngineSpec;
+use mf_bench::agentic::calibrate::{CALIBRATION_CONTEXT, CALIBRATION_WORLD, Calibration, CalibrationConfig, CalibrationRow, calibrate, model_key, store};
 use mf_forgetting::StrategyKind;
-use mf_inference::LlamaSession;
 
 /// Measure each strategy and trigger ratio on this model over a short
 /// route-driven world, and store the recommendation for the app.
 #[derive(Debug, clap::Args)]
 pub struct CalibrateArgs {
-    /// The GGUF model to calibrate.
+    /// The GGUF model to calibrate; with `--openai` or `--ollama`, the
+    /// server's model name.
     #[arg(long)]
     pub model: PathBuf,
+    /// Calibrate a model served by an OpenAI-compatible server at this base
+    /// URL (e.g. `http://127.0.0.1:8080/v1`; API key from `OPENAI_API_KEY`).
+    #[arg(long, conflicts_with = "ollama")]
+    pub openai: Option<String>,
+    /// Calibrate a model served by Ollama at this URL (e.g. `http://127.0.0.1:11434`).
+    #[arg(long)]
+    pub ollama: Option<String>,
     /// World folder.
     #[arg(long, default_value = "scenarios/agentic")]
     pub worlds: PathBuf,
@@ -41,7 +48,8 @@ pub struct CalibrateArgs {
     #[arg(long)]
     pub threads: Option<i32>,
     /// Where the result is written (default: the data folder's
-    /// `calibration/MODEL-FILE.json`, which the app reads).
+    /// `calibration/MODEL-FILE.json`, or `calibration/ollama-NAME.json` /
+    /// `openai-NAME.json` for a server's model, which the app reads).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Print the result as JSON.
@@ -57,9 +65,14 @@ pub async fn run(args: CalibrateArgs) -> anyhow::Result<()> {
     let Some(world) = mf_bench::agentic::load_world(&args.worlds, &args.world)? else {
         bail!("no world {:?} in {}", args.world, args.worlds.display());
     };
-    let lc = llama_config(&args.model, args.ctx, args.threads);
-    let model = args.model.clone();
-    let session = tokio::task::spawn_blocking(move || LlamaSession::load(lc)).await?.with_context(|| format!("cannot load {}", model.display()))?;
+    let name = args.model.to_string_lossy().into_owned();
+    let engine = match (&args.openai, &args.ollama) {
+        (Some(url), _) => EngineSpec::OpenAi { url: url.clone(), model: name, tools_in_text: false },
+        (None, Some(url)) => EngineSpec::Ollama { url: url.clone(), model: name },
+        // Tool calls held to the schemas by the grammar, as in the agentic benchmark.
+        (None, None) => EngineSpec::Llama { model: args.model.clone(), threads: args.threads, gpu: false, tool_grammar: true },
+    };
+    let backend = engine.load(args.ctx, None).await.with_context(|| format!("cannot load {}", args.model.display()))?;
     let cfg = CalibrationConfig { route_len: args.route_len, strategies: args.strategies.clone(), ratios: args.ratios.clone(), ..CalibrationConfig::default() };
     let total = cfg.strategies.len() * cfg.ratios.len();
     eprintln!(
@@ -94,8 +107,8 @@ pub async fn run(args: CalibrateArgs) -> anyhow::Result<()> {
             eta
         );
     };
-    let result = calibrate(Arc::new(session), &world, &cfg, &mut progress).await?;
-    let file = args.model.file_name().map_or_else(|| "model".to_owned(), |n| n.to_string_lossy().into_owned());
+    let result = calibrate(backend, &world, &cfg, &mut progress).await?;
+    let file = model_key(&engine);
     let out = match &args.out {
         Some(out) => {
             std::fs::write(out, serde_json::to_string_pretty(&result)?).with_context(|| format!("cannot write {}", out.display()))?;

@@ -179,3 +179,31 @@ fn investigate_with_openai_tools_in_text_sends_no_tools_field() {
     let out = mf(&["investigate", "q", "--openai", &url, "--openai-tools", "xml"], home.path());
     assert_eq!(out.status.code(), Some(2), "a bad --openai-tools is a usage error");
 }
+
+/// `mf calibrate` on a server's model: the route's calls come from the
+/// world, the summaries and closing answers from the server, and the result
+/// is stored under the engine and the model name, where the app's Settings
+/// look for it when that server and model are chosen.
+#[test]
+fn calibrate_runs_on_an_openai_server_and_stores_under_its_name() {
+    let home = tempfile::tempdir().unwrap();
+    let (port, bodies) = serve_openai("- INC-7702 is commanded by the edge on-call; 4,812 subscribers were notified.");
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let worlds = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/agentic");
+    let out = mf(
+        &["calibrate", "--openai", &url, "--model", "qwen/qwen3:8b", "--worlds", worlds, "--strategies", "v1", "--ratios", "0.75", "--route-len", "4", "--json"],
+        home.path(),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let stored = home.path().join("calibration/openai-qwen_qwen3_8b.json");
+    let c: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stored).unwrap()).unwrap();
+    assert_eq!(c["model"], "qwen/qwen3:8b", "{c}");
+    let rows = c["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{c}");
+    assert_eq!(rows[0]["strategy"], "v1");
+    assert_eq!(rows[0]["route_total"], 4, "{c}");
+    assert!(rows[0]["route_done"].as_u64().unwrap() >= 1, "{c}");
+    let b = bodies.lock().unwrap();
+    assert!(!b.is_empty() && b.iter().all(|r| r["model"] == "qwen/qwen3:8b"), "every request names the server's model");
+}

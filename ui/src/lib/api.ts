@@ -281,7 +281,7 @@ export interface Api {
   exportBenchmark(runId: string, format: 'json' | 'markdown'): Promise<string>;
   /** The calibration stored for the settings' model, if any. */
   calibration(): Promise<Calibration | null>;
-  /** Calibrates the settings' model (embedded engine); progress and the result stream to `onEvent`. */
+  /** Calibrates the saved settings' engine and model; progress and the result stream to `onEvent`. */
   calibrateModel(onEvent: (e: CalibrationEvent) => void): Promise<void>;
 }
 

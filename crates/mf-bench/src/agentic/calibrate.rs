@@ -34,16 +34,6 @@ pub const CALIBRATION_WORLD: &str = "cdn-purge-storm";
 /// so that the window fills within a few calls.
 pub const CALIBRATION_CONTEXT: u32 = 2048;
 
-/// The model as a calibration loads it: context `n_ctx`, tool calls held to
-/// the schemas by the grammar (as in the agentic benchmark).
-#[must_use]
-pub fn llama_config(model: &std::path::Path, n_ctx: u32, threads: Option<i32>) -> mf_inference::LlamaConfig {
-    let mut lc = mf_inference::LlamaConfig::new(model).with_n_ctx(n_ctx);
-    lc.n_threads = threads;
-    lc.tool_grammar = true;
-    lc
-}
-
 /// What a calibration runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CalibrationConfig {
@@ -134,27 +124,42 @@ pub struct Calibration {
     pub reason: String,
 }
 
-/// Where a model's calibration is kept in the data folder `dir` (the one
-/// `mf` and the app share): `calibration/MODEL-FILE.json`.
+/// The name a model's calibration is stored under: the model file's name
+/// for the embedded engine; for a server, the engine and the server's model
+/// name (`ollama-qwen3_8b`, `openai-Qwen_Qwen3-8B`), so the same name on two
+/// engines are two calibrations. Characters other than letters, digits, `.`,
+/// `-` and `_` become `_`.
 #[must_use]
-pub fn stored_path(dir: &std::path::Path, model_file: &str) -> std::path::PathBuf {
-    dir.join("calibration").join(format!("{model_file}.json"))
+pub fn model_key(engine: &mf_agent::EngineSpec) -> String {
+    let safe = |s: &str| s.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') { c } else { '_' }).collect::<String>();
+    match engine {
+        mf_agent::EngineSpec::Llama { .. } => safe(&engine.model_label()),
+        mf_agent::EngineSpec::Ollama { model, .. } => format!("ollama-{}", safe(model)),
+        mf_agent::EngineSpec::OpenAi { model, .. } => format!("openai-{}", safe(model)),
+    }
 }
 
-/// The calibration stored for `model_file` in `dir`, if any (a file that
+/// Where a model's calibration is kept in the data folder `dir` (the one
+/// `mf` and the app share): `calibration/KEY.json` ([`model_key`]).
+#[must_use]
+pub fn stored_path(dir: &std::path::Path, key: &str) -> std::path::PathBuf {
+    dir.join("calibration").join(format!("{key}.json"))
+}
+
+/// The calibration stored under `key` in `dir`, if any (a file that
 /// does not parse counts as none).
 #[must_use]
-pub fn load_stored(dir: &std::path::Path, model_file: &str) -> Option<Calibration> {
-    let text = std::fs::read_to_string(stored_path(dir, model_file)).ok()?;
+pub fn load_stored(dir: &std::path::Path, key: &str) -> Option<Calibration> {
+    let text = std::fs::read_to_string(stored_path(dir, key)).ok()?;
     serde_json::from_str(&text).ok()
 }
 
-/// Writes `c` as the calibration of `model_file` in `dir`.
+/// Writes `c` as the calibration stored under `key` in `dir`.
 ///
 /// # Errors
 /// The folder or file cannot be written.
-pub fn store(dir: &std::path::Path, model_file: &str, c: &Calibration) -> Result<std::path::PathBuf> {
-    let path = stored_path(dir, model_file);
+pub fn store(dir: &std::path::Path, key: &str, c: &Calibration) -> Result<std::path::PathBuf> {
+    let path = stored_path(dir, key);
     let io = |e: std::io::Error| BenchError::WriteFile { path: path.clone(), source: e };
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(io)?;
@@ -255,6 +260,18 @@ mod tests {
             exit: "final_answer".into(),
             wall_s,
         }
+    }
+
+    #[test]
+    fn each_engine_and_model_has_its_own_file_name() {
+        use mf_agent::EngineSpec;
+        let llama = EngineSpec::Llama { model: "/m/SmolLM2-135M-Instruct.Q4_1.gguf".into(), threads: None, gpu: false, tool_grammar: true };
+        assert_eq!(model_key(&llama), "SmolLM2-135M-Instruct.Q4_1.gguf");
+        let ollama = EngineSpec::Ollama { url: "http://127.0.0.1:11434".into(), model: "qwen3:8b".into() };
+        assert_eq!(model_key(&ollama), "ollama-qwen3_8b");
+        let openai = EngineSpec::OpenAi { url: "http://127.0.0.1:8080/v1".into(), model: "../Qwen/Qwen3-8B".into(), tools_in_text: false };
+        assert_eq!(model_key(&openai), "openai-.._Qwen_Qwen3-8B");
+        assert_eq!(stored_path(std::path::Path::new("/d"), &model_key(&openai)), std::path::Path::new("/d/calibration/openai-.._Qwen_Qwen3-8B.json"));
     }
 
     #[test]
