@@ -82,8 +82,55 @@ impl ToolArgs {
     }
 }
 
-/// Asks on the terminal; anything but `y` is a denial.
-struct TerminalApprover;
+/// An answer typed at the approval prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Answer {
+    /// `y`: this call.
+    Yes,
+    /// `h`: this call and every later call to its host in this run.
+    Host,
+    /// `a`: this MCP tool from now on (remembered for the run).
+    Always,
+    /// `n` (or nothing): deny this call.
+    No,
+    /// `d`: deny this MCP tool from now on (remembered for the run).
+    Never,
+}
+
+/// The prompt's choices for `r`: `h` only for a call with a host, `a` and
+/// `d` only for a tool from an MCP server.
+fn choices(r: &ApprovalRequest) -> String {
+    let mut s = "y = yes".to_owned();
+    if let Some(host) = &r.host {
+        s.push_str(&format!(", h = yes to {host} for this run"));
+    }
+    if let Some(m) = &r.mcp {
+        s.push_str(&format!(", a = always allow {}·{}, d = always deny it", m.server, m.tool));
+    }
+    s.push_str(", N = no");
+    s
+}
+
+/// What `line` answers to `r`; a choice the request does not offer, or
+/// anything else, is a denial.
+fn parse_answer(line: &str, r: &ApprovalRequest) -> Answer {
+    match line.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Answer::Yes,
+        "h" if r.host.is_some() => Answer::Host,
+        "a" if r.mcp.is_some() => Answer::Always,
+        "d" if r.mcp.is_some() => Answer::Never,
+        _ => Answer::No,
+    }
+}
+
+/// Asks on the terminal (see [`choices`]); anything else is a denial.
+#[derive(Default)]
+struct TerminalApprover {
+    /// Calls approved for their host for the rest of the run (asked once by the loop).
+    host_scoped: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// Calls whose answer is remembered for their MCP tool.
+    tool_scoped: std::sync::Mutex<std::collections::HashSet<String>>,
+}
 
 impl Approver for TerminalApprover {
     fn decide<'a>(&'a self, r: &'a ApprovalRequest) -> BoxFuture<'a, Option<Approval>> {
@@ -92,17 +139,37 @@ impl Approver for TerminalApprover {
             if !std::io::stdin().is_terminal() {
                 return None;
             }
-            tokio::task::spawn_blocking(move || {
-                eprint!("\napprove {}\n  {} {} (sha256 {})? [y/N] ", r.summary, r.tool, r.arguments, &r.args_sha256[..12]);
+            let asked = r.clone();
+            let answer = tokio::task::spawn_blocking(move || {
+                eprint!("\napprove {}\n  {} {} (sha256 {})? [{}] ", asked.summary, asked.tool, asked.arguments, &asked.args_sha256[..12], choices(&asked));
                 let _ = std::io::stderr().flush();
                 let mut line = String::new();
                 std::io::stdin().lock().read_line(&mut line).ok()?;
-                Some(if line.trim().eq_ignore_ascii_case("y") { r.approve() } else { r.deny() })
+                Some(parse_answer(&line, &asked))
             })
             .await
             .ok()
-            .flatten()
+            .flatten()?;
+            let remember = |set: &std::sync::Mutex<std::collections::HashSet<String>>| {
+                if let Ok(mut s) = set.lock() {
+                    s.insert(r.call_id.clone());
+                }
+            };
+            match answer {
+                Answer::Host => remember(&self.host_scoped),
+                Answer::Always | Answer::Never => remember(&self.tool_scoped),
+                Answer::Yes | Answer::No => {}
+            }
+            Some(if matches!(answer, Answer::Yes | Answer::Host | Answer::Always) { r.approve() } else { r.deny() })
         })
+    }
+
+    fn remembers_host(&self, call_id: &str) -> bool {
+        self.host_scoped.lock().is_ok_and(|mut h| h.remove(call_id))
+    }
+
+    fn remembers_tool(&self, call_id: &str) -> bool {
+        self.tool_scoped.lock().is_ok_and(|mut h| h.remove(call_id))
     }
 }
 
@@ -110,7 +177,7 @@ fn approver(mode: ApproveMode) -> Arc<dyn Approver> {
     match mode {
         ApproveMode::Auto => Arc::new(FixedApprover(true)),
         ApproveMode::Deny => Arc::new(FixedApprover(false)),
-        ApproveMode::Ask => Arc::new(TerminalApprover),
+        ApproveMode::Ask => Arc::new(TerminalApprover::default()),
     }
 }
 
@@ -553,4 +620,46 @@ pub async fn sessions(a: SessionsArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn request(host: Option<&str>, mcp: bool) -> ApprovalRequest {
+        let mut r = ApprovalRequest::new("call_1", "http", &serde_json::json!({"url": "https://api.example.com/x"}));
+        r.host = host.map(str::to_owned);
+        r.mcp = mcp.then(|| mf_tools::mcp::McpToolRef { server: "files".into(), tool: "read".into() });
+        r
+    }
+
+    #[test]
+    fn the_prompt_offers_host_and_tool_answers_only_where_they_apply() {
+        let plain = request(None, false);
+        assert_eq!(choices(&plain), "y = yes, N = no");
+        assert_eq!(parse_answer("y\n", &plain), Answer::Yes);
+        assert_eq!(parse_answer("YES", &plain), Answer::Yes);
+        for other in ["", "n", "h", "a", "d", "sure"] {
+            assert_eq!(parse_answer(other, &plain), Answer::No, "{other:?}: a choice not offered is a denial");
+        }
+        let http = request(Some("api.example.com"), false);
+        assert!(choices(&http).contains("h = yes to api.example.com for this run"));
+        assert_eq!(parse_answer("h", &http), Answer::Host);
+        assert_eq!(parse_answer("a", &http), Answer::No);
+        let tool = request(None, true);
+        assert!(choices(&tool).contains("a = always allow files·read, d = always deny it"));
+        assert_eq!(parse_answer("a", &tool), Answer::Always);
+        assert_eq!(parse_answer(" D ", &tool), Answer::Never);
+    }
+
+    #[test]
+    fn remembered_answers_are_reported_once_per_call() {
+        let a = TerminalApprover::default();
+        a.host_scoped.lock().unwrap().insert("call_1".into());
+        a.tool_scoped.lock().unwrap().insert("call_2".into());
+        assert!(a.remembers_host("call_1") && !a.remembers_host("call_1"));
+        assert!(!a.remembers_tool("call_1"));
+        assert!(a.remembers_tool("call_2") && !a.remembers_tool("call_2"));
+    }
 }
