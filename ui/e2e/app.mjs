@@ -32,11 +32,11 @@ import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
-import { connect } from 'node:net';
 import { homedir, tmpdir, availableParallelism } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { remote } from 'webdriverio';
+import { startTauriDriver } from './tauri-driver.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, '../..');
@@ -155,14 +155,7 @@ writeSettings();
 
 // ------------------------------------------------------------ driver + session
 const env = { ...process.env, MF_CONFIG_DIR: configDir, MF_HOME: home, MF_ROOT: repo, MF_MODEL_DOWNLOAD_URL: downloadUrl, MF_MODEL_DOWNLOAD_SHA256: modelSha };
-const driver = spawn(driverBin, ['--port', String(DRIVER_PORT)], { env, stdio: ['ignore', 'inherit', 'inherit'] });
-const portOpen = (port) =>
-  new Promise((ok) => {
-    const s = connect(port, '127.0.0.1');
-    s.once('connect', () => (s.destroy(), ok(true)));
-    s.once('error', () => ok(false));
-  });
-for (let i = 0; i < 100 && !(await portOpen(DRIVER_PORT)); i++) await new Promise((r) => setTimeout(r, 100));
+const driver = await startTauriDriver({ bin: driverBin, port: DRIVER_PORT, env });
 
 /** A new app process in a new WebDriver session (the app starts with it). */
 const launchApp = () =>

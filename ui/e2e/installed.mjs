@@ -9,13 +9,12 @@
 //
 // Environment: MF_INSTALLED_ROOT (the extracted package, required),
 // MF_TAURI_DRIVER (default ~/.cache/measured-forgetting/tools/bin/tauri-driver).
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { connect } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { remote } from 'webdriverio';
+import { startTauriDriver } from './tauri-driver.mjs';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const root = process.env.MF_INSTALLED_ROOT;
@@ -38,14 +37,7 @@ const home = join(scratch, 'home');
 mkdirSync(home);
 const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MF_') && !k.startsWith('XDG_') && k !== 'CARGO_TARGET_DIR'));
 env.HOME = home;
-const driver = spawn(driverBin, ['--port', String(DRIVER_PORT), '--native-port', String(NATIVE_PORT)], { env, cwd: home, stdio: ['ignore', 'inherit', 'inherit'] });
-const portOpen = (port) =>
-  new Promise((ok) => {
-    const s = connect(port, '127.0.0.1');
-    s.once('connect', () => (s.destroy(), ok(true)));
-    s.once('error', () => ok(false));
-  });
-for (let i = 0; i < 100 && !(await portOpen(DRIVER_PORT)); i++) await new Promise((r) => setTimeout(r, 100));
+const driver = await startTauriDriver({ bin: driverBin, port: DRIVER_PORT, nativePort: NATIVE_PORT, env, cwd: home });
 
 let failures = 0;
 const check = (cond, what) => {
