@@ -285,17 +285,22 @@ pub fn apply(
                     (out, t)
                 };
                 let (mut out, mut t) = build(&anchors, &model_summary, &lits);
+                // With no room under the threshold, one of the two is kept whole:
+                // the model's summary, or (when the pass fell back to the log's
+                // head, which holds the values of the first messages only) the
+                // literal list, which holds the values of every message.
+                let literals_first = relaxed && report.fallback.is_some() && !lits.is_empty();
                 if relaxed {
-                    // The least the result can be with the summary whole.
-                    target = build(&[], &model_summary, &[]).1.total.clamp(threshold, hard);
+                    let (kept, whole) = if literals_first { ("the literal list", build(&[], "", &lits)) } else { ("the summary", build(&[], &model_summary, &[])) };
+                    target = whole.1.total.clamp(threshold, hard);
                     report.notes.push(format!(
-                        "target {target} tokens (at most C − G = {hard}), not the threshold {threshold}: the pinned and recent zones leave no room under it for the summary"
+                        "target {target} tokens (at most C − G = {hard}), not the threshold {threshold}: the pinned and recent zones leave no room under it for {kept}"
                     ));
                 }
                 // Repair the budget: anchors (lowest influence first, their
                 // literals kept), then the summary's tail, then literals
                 // (with a relaxed target the literals go before the summary,
-                // which is all the zone keeps).
+                // which is all the zone keeps; a fallback goes before the literals).
                 while t.total > target {
                     if !anchors.is_empty() {
                         let (k, _) = anchors
@@ -319,6 +324,10 @@ pub fn apply(
                         texts.extend(extra_texts.iter().cloned());
                         texts.sort_by_key(|(i, _)| *i);
                         lits = literals::extract(texts.iter().map(|(i, s)| (*i, s.as_str())), plan.config.literals);
+                    } else if literals_first && !model_summary.is_empty() {
+                        let keep = model_summary.chars().count() / 2;
+                        model_summary = if keep < 40 { String::new() } else { model_summary.chars().take(keep).collect() };
+                        report.notes.push(format!("budget: fallback summary cut to {} characters", model_summary.chars().count()));
                     } else if (relaxed || model_summary.chars().count() <= 40) && !lits.is_empty() {
                         let n = lits.len() / 2;
                         lits.truncate(n);

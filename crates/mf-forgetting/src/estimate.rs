@@ -129,7 +129,10 @@ pub(crate) fn summary_content(
 pub(crate) fn summary_message(plan: &CompactionPlan, messages: &[Message], content: String) -> Message {
     let range = plan.zones.compressible();
     let first = messages.get(range.start).map(|m| m.id.0.as_str()).unwrap_or("");
-    let mut m = Message::user(&format!("summary-{first}"), &content);
+    // A summary that replaces an earlier one (which it compacts) takes its id,
+    // instead of nesting it ("summary-summary-m2").
+    let id = if first.starts_with("summary-") { first.to_owned() } else { format!("summary-{first}") };
+    let mut m = Message::user(&id, &content);
     m.role = Role::User;
     m.summary = true;
     m

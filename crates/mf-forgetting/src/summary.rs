@@ -210,6 +210,17 @@ pub fn error_type(content: &str) -> String {
     cut_chars(content.lines().next().unwrap_or("").trim(), 60)
 }
 
+/// A summary message's content without its header line
+/// (`[Summary of the prior investigation: …]`) and the `Summary:` marker.
+fn summary_body(content: &str) -> String {
+    content
+        .trim()
+        .lines()
+        .filter(|l| !(l.starts_with("[Summary of the prior investigation") || l.trim() == "Summary:"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// A log line's label: `[m4 tool-result http_get]`.
 pub fn label(m: &Message) -> String {
     let mut s = format!("[{} {}", m.id, m.kind().label());
@@ -250,6 +261,10 @@ pub fn shrink(m: &Message, how: Shrink) -> String {
                 Shrink::Heavy => cut_chars(&text, 160),
             }
         }
+        // An earlier summary without its header and marker: what it kept is
+        // the memory of every round before it, so it is not cut like a result.
+        (MessageKind::Summary, Shrink::Chars(_)) => summary_body(&m.content),
+        (MessageKind::Summary, Shrink::Heavy) => cut_chars(summary_body(&m.content).lines().next().unwrap_or(""), 120),
         (_, Shrink::Chars(n)) => cut_chars(m.content.trim(), n),
         (_, Shrink::Heavy) => cut_chars(m.content.trim().lines().next().unwrap_or(""), 120),
     };

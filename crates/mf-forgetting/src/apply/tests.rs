@@ -264,3 +264,48 @@ fn masking_placeholder_states_the_size() {
     assert_eq!(mask_placeholder(1234567), "[tool output elided: 1,234,567 chars]");
     assert_eq!(mask_placeholder(12), "[tool output elided: 12 chars]");
 }
+
+/// With no room under the threshold and a pass that fell back to the log's
+/// head (the first messages' values only), the literal list (every
+/// message's values) is what the zone keeps whole; the fallback text goes first.
+#[test]
+fn a_fallback_in_a_tight_window_gives_way_to_the_literal_list() {
+    let (h, b) = tight_window();
+    let p = plan(StrategyKind::V1, &h, &b, &ApproxTokenCounter, &PlanConfig::default(), None).unwrap();
+    let c = apply(&p, &h, &mut Fixed(Err(()), vec![]), &ApproxTokenCounter).unwrap();
+    assert!(c.report.fallback.is_some());
+    assert!(c.report.notes.iter().any(|n| n.contains("no room under it for the literal list")), "{:?}", c.report.notes);
+    assert!(!c.report.notes.iter().any(|n| n.starts_with("budget: literal list cut")), "{:?}", c.report.notes);
+    let all = crate::estimate::plan_literals(&p, &h);
+    assert!(!all.is_empty());
+    assert_eq!(c.report.literals, all, "the literal list is kept whole");
+    let text = &c.messages[2].content;
+    assert!(text.contains("Exact values from the compacted messages") && text.contains("host1-6"), "{text}");
+    assert!(c.report.tokens_after.total <= b.context - b.reserve && c.report.tokens_after.total < c.report.tokens_before.total);
+}
+
+/// A compaction over an earlier summary: the summariser reads what the
+/// summary kept (not its header, and not cut like a tool result), and the
+/// new summary takes the earlier one's id instead of nesting it.
+#[test]
+fn a_summary_compacted_again_is_read_without_its_header_and_keeps_its_id() {
+    let h = history();
+    let p = plan(StrategyKind::V1, &h, &budget(), &ApproxTokenCounter, &PlanConfig::default(), None).unwrap();
+    let first_summary = format!("- batch_size 5000, target exports-7f3a\n- {}", "the export log is unreadable; ".repeat(20));
+    let c = apply(&p, &h, &mut Fixed(Ok(first_summary.clone()), vec![]), &ApproxTokenCounter).unwrap();
+    assert_eq!(c.messages[2].id.0, "summary-a1");
+    let call = ToolCall { id: "c3".into(), name: "read_file".into(), arguments: json!({ "path": "/etc/iam/role.json" }) };
+    let mut h2 = c.messages.clone();
+    h2.push(Message::assistant_calls("a3", "", vec![call]));
+    h2.push(Message::tool_result("t3", "c3", "read_file", "role: export-writer, missing s3:PutObject"));
+    h2.push(Message::user("more2", "Go on."));
+    h2.push(Message::assistant("last2", "Checking the bucket policy."));
+    let p2 = plan(StrategyKind::V1, &h2, &budget(), &ApproxTokenCounter, &PlanConfig::default(), None).unwrap();
+    let mut s = Fixed(Ok("- batch_size 5000; role export-writer lacks s3:PutObject".into()), vec![]);
+    let c2 = apply(&p2, &h2, &mut s, &ApproxTokenCounter).unwrap();
+    let log = &s.1[0].user;
+    assert!(!log.contains("[Summary of the prior investigation"), "{log}");
+    assert!(log.contains(first_summary.trim()), "the earlier summary is read whole: {log}");
+    let ids: Vec<&str> = c2.messages.iter().map(|m| m.id.0.as_str()).collect();
+    assert!(ids.contains(&"summary-a1") && !ids.iter().any(|i| i.contains("summary-summary")), "{ids:?}");
+}
