@@ -261,6 +261,20 @@ async fn exchange(
                 method = reqwest::Method::GET;
                 body = None;
             }
+            // A 307/308 re-sends the body: only to the origin the call was
+            // approved for. Elsewhere the redirect itself is the answer (the
+            // model may call the new URL, which asks again, naming its host).
+            if body.is_some() && next.origin() != url.origin() {
+                return Ok(HttpResponse {
+                    status: status.as_u16(),
+                    url: url.to_string(),
+                    redirects,
+                    content_type: None,
+                    body_bytes: 0,
+                    body: format!("redirect to {next} not followed: it would re-send the request body to another host"),
+                    truncated: false,
+                });
+            }
             if next.origin() != url.origin() {
                 headers.remove(reqwest::header::AUTHORIZATION);
                 headers.remove(reqwest::header::COOKIE);

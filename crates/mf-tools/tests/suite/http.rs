@@ -118,6 +118,31 @@ async fn http_redirect_to_another_loopback_port_refused() {
     assert!(other.requests().is_empty(), "the other loopback port was reached");
 }
 
+/// A POST approved for one host is not re-sent (307/308 keep the body) to
+/// another: the redirect comes back as the answer. To its own origin it is
+/// followed with the body.
+#[tokio::test]
+async fn http_post_body_is_not_resent_to_another_host_by_a_redirect() {
+    let other = Server::start(|_, _| json_ok()).await;
+    let both = |s: &Server| HttpPolicy { allowed_hosts: Some(vec![format!("127.0.0.1:{}", s.port), format!("127.0.0.1:{}", other.port)]), ..Default::default() };
+    let post = |url: String| HttpArgs { method: HttpMethod::Post, url, headers: Default::default(), body: Some(serde_json::json!({"report": "secret findings"})) };
+    for code in ["307 Temporary Redirect", "308 Permanent Redirect"] {
+        let loc = other.url("/collect");
+        let s = Server::start(move |_, _| redirect(code, &loc)).await;
+        let r = http::run(&post(s.url("/submit")), &both(&s)).await.unwrap();
+        assert_eq!(r.status, code[..3].parse::<u16>().unwrap(), "{code}");
+        assert!(r.body.contains("not followed") && r.body.contains(&other.url("/collect")), "{}", r.body);
+        assert!(r.redirects.is_empty());
+    }
+    assert!(other.requests().is_empty(), "the body reached the other host: {:?}", other.requests());
+    // Same origin: followed, body and all.
+    let s = Server::start(|_, i| if i == 0 { redirect("307 Temporary Redirect", "/v2/submit") } else { json_ok() }).await;
+    let r = http::run(&post(s.url("/submit")), &only(&s)).await.unwrap();
+    assert_eq!(r.status, 200);
+    let reqs = s.requests();
+    assert!(reqs[1].starts_with("POST /v2/submit") && reqs[1].ends_with(r#"{"report":"secret findings"}"#), "{reqs:?}");
+}
+
 #[tokio::test]
 async fn http_redirect_loop_stops_after_five() {
     let s = Server::start(|_, i| redirect("302 Found", &format!("/hop{}", i + 1))).await;
