@@ -24,7 +24,7 @@ pub mod models;
 pub mod settings;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -253,7 +253,11 @@ app_commands![
 pub fn app<R: Runtime>(builder: tauri::Builder<R>) -> tauri::Builder<R> {
     builder.plugin(tauri_plugin_dialog::init()).invoke_handler(handler()).setup(|app| {
         // Sessions go where `mf` keeps them, so History lists the CLI's too.
-        let paths = Paths::resolve(app.path().app_config_dir().ok(), Some(mf_agent::session::default_dir()), app.path().resource_dir().ok());
+        let config_dir = app.path().app_config_dir().ok();
+        if let Some(dir) = &config_dir {
+            carry_over_settings(dir);
+        }
+        let paths = Paths::resolve(config_dir, Some(mf_agent::session::default_dir()), app.path().resource_dir().ok());
         let state = AppState::new(paths)?;
         // Investigations of a process that died are marked interrupted (resumable).
         if let Err(e) = state.sessions.recover_dead() {
@@ -262,6 +266,24 @@ pub fn app<R: Runtime>(builder: tauri::Builder<R>) -> tauri::Builder<R> {
         app.manage(state);
         Ok(())
     })
+}
+
+/// The app's identifier before `dev.measured-forgetting.desktop`: its
+/// config folder ended in `.app`, which macOS takes for an application bundle.
+const FORMER_IDENTIFIER: &str = "dev.measured-forgetting.app";
+
+/// Copies the settings file of the former config folder (beside `dir`) into
+/// `dir` when `dir` has none yet, so an update keeps the user's settings.
+fn carry_over_settings(dir: &Path) {
+    let (Some(parent), new) = (dir.parent(), dir.join("settings.json")) else { return };
+    let old = parent.join(FORMER_IDENTIFIER).join("settings.json");
+    if new.exists() || !old.is_file() {
+        return;
+    }
+    let copied = std::fs::create_dir_all(dir).and_then(|()| std::fs::copy(&old, &new));
+    if let Err(e) = copied {
+        tracing::warn!("cannot carry the settings over from {}: {e}", old.display());
+    }
 }
 
 /// Runs the desktop app.
@@ -285,6 +307,25 @@ mod tests {
 
     fn root() -> PathBuf {
         PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    }
+
+    /// Settings saved under the former identifier are carried over once,
+    /// and never over settings the new folder already has.
+    #[test]
+    fn settings_of_the_former_config_folder_are_carried_over() {
+        let d = tempfile::tempdir().unwrap();
+        let old = d.path().join(FORMER_IDENTIFIER);
+        std::fs::create_dir_all(&old).unwrap();
+        std::fs::write(old.join("settings.json"), r#"{"context": 4096}"#).unwrap();
+        let new = d.path().join("dev.measured-forgetting.desktop");
+        carry_over_settings(&new);
+        assert_eq!(std::fs::read_to_string(new.join("settings.json")).unwrap(), r#"{"context": 4096}"#);
+        std::fs::write(new.join("settings.json"), r#"{"context": 8192}"#).unwrap();
+        carry_over_settings(&new);
+        assert_eq!(std::fs::read_to_string(new.join("settings.json")).unwrap(), r#"{"context": 8192}"#, "existing settings are kept");
+        let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(root().join("tauri.conf.json")).unwrap()).unwrap();
+        let id = json["identifier"].as_str().unwrap();
+        assert!(!id.ends_with(".app") && id != FORMER_IDENTIFIER, "{id}");
     }
 
     /// An installed app (a bundle whose resources hold `scenarios/`) reads
