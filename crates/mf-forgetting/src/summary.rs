@@ -156,7 +156,19 @@ pub fn informative_values(messages: &[&Message]) -> Vec<String> {
             }
         }
     }
-    order.into_iter().filter(|t| !called.contains(t) && !(with_content >= 2 && seen_in[t] * 2 > with_content) && !called.iter().any(|c: &String| c.contains(t.as_str()))).collect()
+    // The origins the calls went to (`http://127.0.0.1:18940`): a URL there
+    // is another endpoint of the API being navigated, not a finding.
+    let origin = |url: &str| url.split_once("://").map(|(scheme, rest)| format!("{scheme}://{}", rest.split('/').next().unwrap_or(rest)));
+    let origins: Vec<String> = called.iter().filter_map(|c| origin(c)).collect();
+    order
+        .into_iter()
+        .filter(|t| {
+            !called.contains(t)
+                && !(with_content >= 2 && seen_in[t] * 2 > with_content)
+                && !called.iter().any(|c: &String| c.contains(t.as_str()))
+                && !origins.iter().any(|o| t.contains(o.as_str()))
+        })
+        .collect()
 }
 
 /// Whether `summary` keeps at least one of `values` (numbers compared
@@ -320,7 +332,11 @@ mod tests {
         for want in ["2026-03-14 02:10", "4812", "idp-edge-03", "CERT_HAS_EXPIRED"] {
             assert!(v.iter().any(|x| x == want), "{want} missing from {v:?}");
         }
-        for not in ["HTTP 200", "127.0.0.1:18940", "OUT-318", "7F3A91"] {
+        // Another endpoint of the same API, echoed from an earlier summary, is navigation too.
+        let echoed = Message::user("summary-a0", "[m9 tool-call] http {\"url\":\"http://127.0.0.1:18940/billing/egress.json\"}");
+        let refs: Vec<&Message> = msgs.iter().chain(std::iter::once(&echoed)).collect();
+        let v = informative_values(&refs);
+        for not in ["HTTP 200", "127.0.0.1:18940", "OUT-318", "7F3A91", "billing/egress.json"] {
             assert!(!v.iter().any(|x| x.contains(not)), "{not} is in a call or in every result: {v:?}");
         }
         assert!(keeps_any_value("- 4,812 endpoints", &v), "separators do not matter");
