@@ -380,7 +380,9 @@ pub fn summarise(runs: &[AgenticRun], strategies: &[super::AgenticStrategy]) -> 
 fn cell(s: &str, max: usize) -> String {
     let one: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
     let cut: String = one.chars().take(max).collect();
-    let cut = cut.replace('|', "\\|");
+    // A model's text is not a link (a cut URL would point anywhere): `\/`
+    // renders as `/` and is no autolink.
+    let cut = cut.replace('|', "\\|").replace("://", ":\\/\\/");
     if one.chars().count() > max { format!("{cut}…") } else { cut }
 }
 
