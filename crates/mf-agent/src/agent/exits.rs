@@ -13,16 +13,31 @@ use crate::events::{AgentEvent, EventSink, Purpose};
 /// The request for the closing answer (`prompts/closing_answer.md`).
 pub const CLOSING_REQUEST: &str = include_str!("prompts/closing_answer.md");
 
-/// The history with the first `dropped` messages after `pinned_end` left
-/// out, and the closing request (saying how many were left out) at the end.
-fn closing_prompt(history: &[Message], pinned_end: usize, dropped: usize, request_id: &str) -> Vec<Message> {
-    let mut h: Vec<Message> = history[..pinned_end].to_vec();
-    h.extend_from_slice(&history[pinned_end + dropped..]);
+/// The closing request: [`CLOSING_REQUEST`], how many earlier messages were
+/// left out (if any), and the question restated. After many tool rounds the
+/// question is thousands of tokens back; a small model asked to "answer the
+/// original question" without it in view tends to call a tool again or
+/// repeat a result.
+pub fn closing_request(question: Option<&str>, dropped: usize) -> String {
     let mut text = CLOSING_REQUEST.trim_end().to_owned();
     if dropped > 0 {
         text.push_str(&format!(" ({dropped} earlier messages were left out to fit the context window.)"));
     }
-    h.push(Message::user(request_id, &text));
+    if let Some(q) = question.map(str::trim).filter(|q| !q.is_empty()) {
+        text.push_str("\n\nThe question: ");
+        text.push_str(q);
+    }
+    text
+}
+
+/// The history with the first `dropped` messages after `pinned_end` left
+/// out, and the closing request (saying how many were left out, restating
+/// the question) at the end.
+fn closing_prompt(history: &[Message], pinned_end: usize, dropped: usize, request_id: &str) -> Vec<Message> {
+    let question = mf_forgetting::message::question_index(history).map(|i| history[i].content.as_str());
+    let mut h: Vec<Message> = history[..pinned_end].to_vec();
+    h.extend_from_slice(&history[pinned_end + dropped..]);
+    h.push(Message::user(request_id, &closing_request(question, dropped)));
     h
 }
 
@@ -101,6 +116,8 @@ mod tests {
         let p = closing_prompt(&h, 2, 2, "m9");
         assert_eq!(p.iter().map(|m| m.id.0.as_str()).collect::<Vec<_>>(), ["m0", "m1", "m4", "m9"]);
         assert!(p[3].content.contains("2 earlier messages were left out"), "{}", p[3].content);
-        assert_eq!(closing_prompt(&h, 2, 0, "m9")[5].content, CLOSING_REQUEST.trim_end());
+        assert!(p[3].content.ends_with("\n\nThe question: q"), "the question is restated: {}", p[3].content);
+        assert_eq!(closing_prompt(&h, 2, 0, "m9")[5].content, format!("{}\n\nThe question: q", CLOSING_REQUEST.trim_end()));
+        assert_eq!(closing_request(None, 0), CLOSING_REQUEST.trim_end(), "no question, nothing restated");
     }
 }

@@ -72,9 +72,6 @@ impl Driver {
     }
 }
 
-/// The closing instruction of the loop, used when the route is done.
-pub const ROUTE_DONE: &str = "Stop calling tools. Answer the original question now from what you gathered.";
-
 /// A backend that answers investigation turns with the world's route.
 pub struct RouteDriven {
     inner: Arc<dyn Backend>,
@@ -137,9 +134,11 @@ impl Backend for RouteDriven {
             }
             let i = self.next.fetch_add(1, Ordering::SeqCst);
             let Some(url) = self.urls.get(i) else {
-                // The route is done: the real model answers, without tools.
+                // The route is done: the real model answers, without tools,
+                // to the loop's own closing request (the question restated).
+                let question = request.messages.iter().find(|m| m.role == Role::User).map(|m| m.content.clone());
                 let mut messages = request.messages;
-                messages.push(ChatMessage::user(ROUTE_DONE));
+                messages.push(ChatMessage::user(mf_agent::agent::closing_request(question.as_deref(), 0)));
                 return self.inner.generate(GenerateRequest { messages, tools: Vec::new(), sampling: request.sampling }, sink, cancel).await;
             };
             let call = ToolCall { id: format!("route_{}", i + 1), name: "http".into(), arguments: serde_json::json!({ "url": url }) };
