@@ -44,10 +44,11 @@ pub fn local_models(dir: &Path) -> CmdResult<Vec<ModelInfo>> {
 pub fn default_model(dir: &Path) -> Option<(PathBuf, Option<String>)> {
     match mf_inference::models::default_model(dir)? {
         mf_inference::models::DefaultModel::Recommended { path } => Some((path, None)),
-        mf_inference::models::DefaultModel::TestFallback { path } => Some((
+        mf_inference::models::DefaultModel::TestFallback { path, passed_over } => Some((
             path,
             Some(format!(
-                "Running the small test model {TEST_MODEL_FILE}: it works end to end but answers poorly. Put {RECOMMENDED_FILE} in {} (or choose a model in Settings) for real investigations.",
+                "{}Running the small test model {TEST_MODEL_FILE}: it works end to end but answers poorly. Put {RECOMMENDED_FILE} in {} (or choose a model in Settings) for real investigations.",
+                passed_over.map(|why| format!("{why}. ")).unwrap_or_default(),
                 dir.display()
             )),
         )),
@@ -256,7 +257,17 @@ mod tests {
         let (p, notice) = default_model(d.path()).unwrap();
         assert!(p.ends_with(TEST_MODEL_FILE));
         assert!(notice.unwrap().contains("small test model"));
+        // A recommended file cut short is passed over, and the notice says why.
         std::fs::write(d.path().join(RECOMMENDED_FILE), "GGUF").unwrap();
+        let (p, notice) = default_model(d.path()).unwrap();
+        assert!(p.ends_with(TEST_MODEL_FILE));
+        let notice = notice.unwrap();
+        assert!(notice.contains(RECOMMENDED_FILE) && notice.contains("truncated") && notice.contains("small test model"), "{notice}");
+        // A well-formed one (the smallest GGUF: version 3, no tensors, no metadata) is the default.
+        let mut header = b"GGUF".to_vec();
+        header.extend_from_slice(&3u32.to_le_bytes());
+        header.extend_from_slice(&[0u8; 16]);
+        std::fs::write(d.path().join(RECOMMENDED_FILE), header).unwrap();
         assert_eq!(default_model(d.path()), Some((d.path().join(RECOMMENDED_FILE), None)));
     }
 

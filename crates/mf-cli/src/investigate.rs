@@ -476,7 +476,10 @@ pub async fn investigate(mut a: InvestigateArgs) -> anyhow::Result<()> {
         None if on_server => PathBuf::from("default"),
         None => match mf_inference::models::default_model(Path::new("models")) {
             Some(mf_inference::models::DefaultModel::Recommended { path }) => path,
-            Some(mf_inference::models::DefaultModel::TestFallback { path }) => {
+            Some(mf_inference::models::DefaultModel::TestFallback { path, passed_over }) => {
+                if let Some(why) = passed_over {
+                    eprintln!("note: {why}");
+                }
                 eprintln!("note: using the small test model {} (answers poorly); `mf models download` fetches Qwen3 8B", path.display());
                 path
             }

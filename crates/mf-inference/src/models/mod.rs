@@ -158,10 +158,14 @@ pub enum DefaultModel {
         /// Its path.
         path: PathBuf,
     },
-    /// Only the small test model is present: it runs, but answers poorly.
+    /// Only the small test model is usable: it runs, but answers poorly.
     TestFallback {
         /// Its path.
         path: PathBuf,
+        /// Why the recommended model's file, present, was passed over (it
+        /// cannot be read as a GGUF model: cut short, not a GGUF file).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        passed_over: Option<String>,
     },
 }
 
@@ -170,19 +174,26 @@ impl DefaultModel {
     #[must_use]
     pub fn path(&self) -> &Path {
         match self {
-            DefaultModel::Recommended { path } | DefaultModel::TestFallback { path } => path,
+            DefaultModel::Recommended { path } | DefaultModel::TestFallback { path, .. } => path,
         }
     }
 }
 
-/// The default model in `dir`: the recommended one when present, else the test
-/// instruct model, else `None`.
+/// The default model in `dir`: the recommended one when its file reads as a
+/// GGUF model, else the test instruct model (saying why the recommended file
+/// was passed over, if it is there), else `None`. A download cut short and
+/// renamed by hand would otherwise be loaded and fail at start.
 #[must_use]
 pub fn default_model(dir: &Path) -> Option<DefaultModel> {
     let file = |id: &str| catalog_entry(id).map(|e| dir.join(e.file_name)).filter(|p| p.is_file());
-    file(RECOMMENDED)
-        .map(|path| DefaultModel::Recommended { path })
-        .or_else(|| file(TEST_FALLBACK).map(|path| DefaultModel::TestFallback { path }))
+    let mut passed_over = None;
+    if let Some(path) = file(RECOMMENDED) {
+        match gguf::read_info(&path) {
+            Ok(_) => return Some(DefaultModel::Recommended { path }),
+            Err(e) => passed_over = Some(format!("{} cannot be used: {e}", path.display())),
+        }
+    }
+    file(TEST_FALLBACK).map(|path| DefaultModel::TestFallback { path, passed_over })
 }
 
 #[cfg(test)]
@@ -208,8 +219,20 @@ mod tests {
         assert!(l[1].problem.as_deref().unwrap().contains("truncated"), "a 4-byte file is a truncated header: {:?}", l[1].problem);
         assert!(l[1].broken);
         // The partial recommended model is not a default; the test model is.
-        assert!(matches!(default_model(dir.path()), Some(DefaultModel::TestFallback { .. })));
+        assert!(matches!(default_model(dir.path()), Some(DefaultModel::TestFallback { passed_over: None, .. })));
+        // A recommended file cut short is passed over, and the reason kept.
         std::fs::write(dir.path().join("Qwen3-8B-Q4_K_M.gguf"), "GGUF").unwrap();
+        match default_model(dir.path()) {
+            Some(DefaultModel::TestFallback { passed_over: Some(why), .. }) => {
+                assert!(why.contains("cannot be used") && why.contains("truncated"), "{why}");
+            }
+            other => panic!("a truncated recommended file must not be the default: {other:?}"),
+        }
+        // The smallest well-formed GGUF file (version 3, no tensors, no metadata) is.
+        let mut header = b"GGUF".to_vec();
+        header.extend_from_slice(&3u32.to_le_bytes());
+        header.extend_from_slice(&[0u8; 16]);
+        std::fs::write(dir.path().join("Qwen3-8B-Q4_K_M.gguf"), header).unwrap();
         assert!(matches!(default_model(dir.path()), Some(DefaultModel::Recommended { .. })));
     }
 
