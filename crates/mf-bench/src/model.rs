@@ -122,6 +122,21 @@ impl Model {
         Model::new(session)
     }
 
+    /// A model on a server: Ollama's API, or an OpenAI-compatible one (its
+    /// key from `OPENAI_API_KEY`). No connection is made until it is used.
+    ///
+    /// # Errors
+    /// A URL the client refuses; the runtime cannot be built.
+    pub fn on_server(kind: mf_inference::http::ServerKind, url: &str, name: &str, n_ctx: u32) -> Result<Self> {
+        let backend: Arc<dyn Backend> = match kind {
+            mf_inference::http::ServerKind::Ollama => Arc::new(mf_inference::OllamaBackend::new(url, name, n_ctx)?),
+            mf_inference::http::ServerKind::OpenAi => {
+                Arc::new(mf_inference::OpenAiBackend::new(url, name, std::env::var("OPENAI_API_KEY").ok(), n_ctx)?)
+            }
+        };
+        Model::new(backend)
+    }
+
     /// Wraps any backend. Token counts are the app's: each message through
     /// the model's template with the backend's tokenizer.
     ///

@@ -8,7 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use mf_inference::{CancelToken, LlamaConfig, LlamaSession, OllamaBackend, OpenAiBackend};
+use mf_inference::http::ServerKind;
+use mf_inference::{CancelToken, LlamaConfig, LlamaSession};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{BenchError, Result};
@@ -44,9 +45,11 @@ pub struct BenchRequest {
 /// A judge on a server: it grades the answers instead of the model under
 /// test; its control brackets say whether its grades are evidence.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(deny_unknown_fields)]
 pub struct JudgeRequest {
     /// `openai` (an OpenAI-compatible server; its key from `OPENAI_API_KEY`) or `ollama`.
+    #[cfg_attr(test, ts(type = "'openai' | 'ollama'"))]
     pub engine: String,
     /// The server's base URL (`http://127.0.0.1:8080/v1`, `http://127.0.0.1:11434`).
     pub url: String,
@@ -74,12 +77,8 @@ impl JudgeRequest {
     /// # Errors
     /// A URL the client refuses.
     pub fn load(&self, n_ctx: u32) -> Result<Model> {
-        let backend: Arc<dyn mf_inference::Backend> = if self.engine == "ollama" {
-            Arc::new(OllamaBackend::new(&self.url, self.model.as_str(), n_ctx)?)
-        } else {
-            Arc::new(OpenAiBackend::new(&self.url, self.model.as_str(), std::env::var("OPENAI_API_KEY").ok(), n_ctx)?)
-        };
-        Model::new(backend)
+        let kind = if self.engine == "ollama" { ServerKind::Ollama } else { ServerKind::OpenAi };
+        Model::on_server(kind, &self.url, &self.model, n_ctx)
     }
 }
 

@@ -12,7 +12,8 @@ use mf_bench::agentic::{self, AgenticConfig, AgenticResult, AgenticStrategy};
 use mf_bench::run::{Worker, run_suite_parallel};
 use mf_bench::{Condition, Model, ModelResult, RunConfig, Scorers, load, report, schema};
 use mf_forgetting::Budget;
-use mf_inference::{LlamaConfig, LlamaSession, OllamaBackend, OpenAiBackend};
+use mf_inference::http::ServerKind;
+use mf_inference::{LlamaConfig, LlamaSession};
 
 /// Measure what compaction strategies keep: compact each scenario under each
 /// condition, ask its probes, score the answers (keywords and a model judge
@@ -404,12 +405,12 @@ fn run_agentic(a: AgenticArgs) -> Result<()> {
 
 fn load_model(spec: &ModelSpec, a: &RunArgs, threads: Option<i32>) -> Result<Model> {
     match (&spec.ollama, &spec.openai) {
-        (Some(url), _) => Ok(Model::new(Arc::new(OllamaBackend::new(url, &spec.model, a.n_ctx)?))?),
-        (None, Some(url)) => Ok(Model::new(Arc::new(OpenAiBackend::new(url, &spec.model, std::env::var("OPENAI_API_KEY").ok(), a.n_ctx)?))?),
+        (Some(url), _) => Ok(Model::on_server(ServerKind::Ollama, url, &spec.model, a.n_ctx)?),
+        (None, Some(url)) => Ok(Model::on_server(ServerKind::OpenAi, url, &spec.model, a.n_ctx)?),
         (None, None) if !Path::new(&spec.model).exists() && !spec.model.to_ascii_lowercase().ends_with(".gguf") => {
             let url = ollama_host();
             check_ollama(&url, &spec.model)?;
-            Ok(Model::new(Arc::new(OllamaBackend::new(&url, &spec.model, a.n_ctx)?))?)
+            Ok(Model::on_server(ServerKind::Ollama, &url, &spec.model, a.n_ctx)?)
         }
         (None, None) => load_gguf(Path::new(&spec.model), a, threads),
     }
@@ -428,7 +429,7 @@ fn ollama_host() -> String {
 fn check_ollama(url: &str, model: &str) -> Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let names = rt
-        .block_on(mf_inference::http::list_server_models(mf_inference::http::ServerKind::Ollama, url, None))
+        .block_on(mf_inference::http::list_server_models(ServerKind::Ollama, url, None))
         .map_err(|e| anyhow::anyhow!("{model:?} is not a file, and no Ollama server answered at {url} (set OLLAMA_HOST, or give a .gguf file): {e}"))?;
     let tagged = |n: &str| n == model || n.strip_suffix(":latest") == Some(model);
     if !names.iter().any(|n| tagged(n)) {
