@@ -77,6 +77,10 @@ mod tests {
             Settings::decl(&cfg),
             ModelResult::decl(&cfg),
             BenchEvent::decl(&cfg),
+            crate::agentic::calibrate::CalibrationRow::decl(&cfg),
+            crate::agentic::calibrate::Recommendation::decl(&cfg),
+            crate::agentic::calibrate::Calibration::decl(&cfg),
+            crate::orchestrate::JudgeRequest::decl(&cfg),
         ] {
             out.push_str("export ");
             out.push_str(decl.trim());

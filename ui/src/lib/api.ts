@@ -10,7 +10,7 @@
 import { Channel, invoke } from '@tauri-apps/api/core';
 import { open } from '@tauri-apps/plugin-dialog';
 import type { AgentEvent } from './events';
-import type { Aggregates, BenchEvent } from './generated/bench-events';
+import type { Aggregates, BenchEvent, Calibration, CalibrationRow, JudgeRequest } from './generated/bench-events';
 import commandList from './commands.json';
 
 /** A command error as the shell serialises it. */
@@ -191,46 +191,11 @@ export interface BenchOptions {
   scorers: string[];
 }
 
-/** One strategy at one ratio measured by a calibration (mf-bench `CalibrationRow`). */
-export interface CalibrationRow {
-  strategy: string;
-  ratio: number;
-  rounds: number;
-  route_done: number;
-  route_total: number;
-  compactions: number;
-  facts_fetched: number;
-  facts_kept: number;
-  facts_in_answer: number;
-  exit: string;
-  wall_s: number;
-}
-
-/** A model's calibration (mf-bench `Calibration`), as `mf calibrate` or Settings stored it. */
-export interface Calibration {
-  model: string;
-  world: string;
-  route_len: number;
-  n_ctx: number;
-  reserve: number;
-  measured_at: number;
-  rows: CalibrationRow[];
-  recommended: { strategy: string; ratio: number } | null;
-  reason: string;
-}
-
 /** What a calibration run reports (src-tauri `CalibrationEvent`). */
 export type CalibrationEvent =
   | { type: 'progress'; done: number; total: number; row: CalibrationRow }
   | { type: 'finished'; calibration: Calibration }
   | { type: 'error'; message: string };
-
-/** A judge on a server (mf-bench `JudgeRequest`): grades instead of the model under test. */
-export interface JudgeRequest {
-  engine: 'openai' | 'ollama';
-  url: string;
-  model: string;
-}
 
 export interface BenchRequest {
   models: string[];
@@ -243,7 +208,19 @@ export interface BenchRequest {
 
 // The benchmark's results and events are generated from mf-bench's Rust
 // types (crates/mf-bench/src/events.rs, test `typescript_types_are_current`).
-export type { Aggregates, BenchEvent, Brackets, Cell, ConditionSummary, ModelResult, Stat } from './generated/bench-events';
+export type {
+  Aggregates,
+  BenchEvent,
+  Brackets,
+  Calibration,
+  CalibrationRow,
+  Cell,
+  ConditionSummary,
+  JudgeRequest,
+  ModelResult,
+  Recommendation,
+  Stat,
+} from './generated/bench-events';
 
 /** group (class or dimension) → condition → mean. */
 export type Table = Aggregates['by_class'];

@@ -60,6 +60,7 @@ impl Default for CalibrationConfig {
 
 /// One strategy at one ratio, measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct CalibrationRow {
     /// Strategy name.
     pub strategy: String,
@@ -94,6 +95,7 @@ impl CalibrationRow {
 
 /// The recommendation: a strategy and a ratio.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Recommendation {
     /// Strategy name (as the settings take it).
     pub strategy: String,
@@ -103,6 +105,7 @@ pub struct Recommendation {
 
 /// A calibration's result: every row and what they recommend.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Calibration {
     /// The model (file name or server name).
     pub model: String,

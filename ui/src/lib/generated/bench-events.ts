@@ -517,5 +517,113 @@ result: ModelResult, } | { "type": "finished" } | { "type": "cancelled" } | { "t
  */
 message: string, };
 
+export type CalibrationRow = { 
+/**
+ * Strategy name.
+ */
+strategy: string, 
+/**
+ * Trigger ratio.
+ */
+ratio: number, 
+/**
+ * Rounds reached.
+ */
+rounds: number, 
+/**
+ * Route calls made, of `route_total`.
+ */
+route_done: number, 
+/**
+ * Route calls asked for.
+ */
+route_total: number, 
+/**
+ * Compactions done.
+ */
+compactions: number, 
+/**
+ * Facts of the fetched endpoints.
+ */
+facts_fetched: number, 
+/**
+ * Fetched facts still in the final context (verbatim or in a summary).
+ */
+facts_kept: number, 
+/**
+ * Facts the closing answer states.
+ */
+facts_in_answer: number, 
+/**
+ * How the run ended.
+ */
+exit: string, 
+/**
+ * Wall time, seconds.
+ */
+wall_s: number, };
+
+export type Recommendation = { 
+/**
+ * Strategy name (as the settings take it).
+ */
+strategy: string, 
+/**
+ * Trigger ratio.
+ */
+ratio: number, };
+
+export type Calibration = { 
+/**
+ * The model (file name or server name).
+ */
+model: string, 
+/**
+ * The world and how many of its calls were replayed.
+ */
+world: string, 
+/**
+ * Route calls replayed.
+ */
+route_len: number, 
+/**
+ * Context window `C` and reserve `G` of the runs.
+ */
+n_ctx: number, 
+/**
+ * See `n_ctx`.
+ */
+reserve: number, 
+/**
+ * When it was measured (seconds since the Unix epoch).
+ */
+measured_at: number, 
+/**
+ * Every strategy × ratio, in the order run.
+ */
+rows: Array<CalibrationRow>, 
+/**
+ * The best row's strategy and ratio (`None` when nothing ran).
+ */
+recommended: Recommendation | null, 
+/**
+ * Why, in one sentence with its numbers.
+ */
+reason: string, };
+
+export type JudgeRequest = { 
+/**
+ * `openai` (an OpenAI-compatible server; its key from `OPENAI_API_KEY`) or `ollama`.
+ */
+engine: 'openai' | 'ollama', 
+/**
+ * The server's base URL (`http://127.0.0.1:8080/v1`, `http://127.0.0.1:11434`).
+ */
+url: string, 
+/**
+ * The model name on the server.
+ */
+model: string, };
+
 /** The `type` tag of every event. */
 export type BenchEventType = BenchEvent["type"];
