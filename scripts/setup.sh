@@ -76,13 +76,13 @@ if ! cmp -s "$MCP_SRC/package-lock.json" "$MCP_DIR/package-lock.json" || [ ! -x 
 fi
 
 # A real OpenAI-compatible server for the app's real-window test:
-# llama-cpp-python's, built from source by pip (once: about 15 minutes on two
+# llama-cpp-python's, built from source by pip (once: about 4 minutes on two
 # cores), in a virtual environment kept outside the repository.
 # MF_OPENAI_SERVER_DIR overrides the place.
 OAI_DIR="${MF_OPENAI_SERVER_DIR:-$HOME/.cache/measured-forgetting/openai-server}"
 OAI_VERSION=0.3.36
 if [ "$(uname -s)" = Linux ] && ! "$OAI_DIR/venv/bin/python" -c "import llama_cpp, llama_cpp.server; assert llama_cpp.__version__ == '$OAI_VERSION'" 2>/dev/null; then
-    log "building llama-cpp-python $OAI_VERSION (its OpenAI-compatible server) into $OAI_DIR; once, about 15 minutes"
+    log "building llama-cpp-python $OAI_VERSION (its OpenAI-compatible server) into $OAI_DIR; once, about 4 minutes on two cores"
     python3 -m venv "$OAI_DIR/venv"
     CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
         CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF" \
