@@ -110,6 +110,11 @@ impl RouteDriven {
     }
 }
 
+/// The question: the first user message of a request.
+fn question(messages: &[ChatMessage]) -> Option<&str> {
+    messages.iter().find(|m| m.role == Role::User).map(|m| m.content.as_str())
+}
+
 /// Whether `req` is an investigation turn of the loop: it offers tools and
 /// its last message is the question or a tool result (a summary pass that
 /// offers tools ends with its own instruction; probes and the closing answer
@@ -118,10 +123,9 @@ pub fn is_investigation_turn(req: &GenerateRequest) -> bool {
     if req.tools.is_empty() {
         return false;
     }
-    let question = req.messages.iter().find(|m| m.role == Role::User).map(|m| m.content.as_str());
     match req.messages.last() {
         Some(m) if m.role == Role::Tool => true,
-        Some(m) if m.role == Role::User => Some(m.content.as_str()) == question,
+        Some(m) if m.role == Role::User => Some(m.content.as_str()) == question(&req.messages),
         _ => false,
     }
 }
@@ -136,9 +140,9 @@ impl Backend for RouteDriven {
             let Some(url) = self.urls.get(i) else {
                 // The route is done: the real model answers, without tools,
                 // to the loop's own closing request (the question restated).
-                let question = request.messages.iter().find(|m| m.role == Role::User).map(|m| m.content.clone());
+                let closing = mf_agent::agent::closing_request(question(&request.messages), 0);
                 let mut messages = request.messages;
-                messages.push(ChatMessage::user(mf_agent::agent::closing_request(question.as_deref(), 0)));
+                messages.push(ChatMessage::user(closing));
                 return self.inner.generate(GenerateRequest { messages, tools: Vec::new(), sampling: request.sampling }, sink, cancel).await;
             };
             let call = ToolCall { id: format!("route_{}", i + 1), name: "http".into(), arguments: serde_json::json!({ "url": url }) };

@@ -329,7 +329,7 @@ fn skip_value<R: Read + Seek>(r: &mut R, ty: u32) -> Result<(), GgufError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
     use std::io::Cursor;
@@ -342,7 +342,9 @@ mod tests {
         out.extend(value.as_bytes());
     }
 
-    fn header(kvs: u64) -> Vec<u8> {
+    /// A GGUF v3 header with no tensors and `kvs` metadata entries to follow
+    /// (`header(0)` alone is the smallest well-formed GGUF file).
+    pub(crate) fn header(kvs: u64) -> Vec<u8> {
         let mut v = b"GGUF".to_vec();
         v.extend(3u32.to_le_bytes());
         v.extend(0u64.to_le_bytes());

@@ -229,10 +229,7 @@ mod tests {
             other => panic!("a truncated recommended file must not be the default: {other:?}"),
         }
         // The smallest well-formed GGUF file (version 3, no tensors, no metadata) is.
-        let mut header = b"GGUF".to_vec();
-        header.extend_from_slice(&3u32.to_le_bytes());
-        header.extend_from_slice(&[0u8; 16]);
-        std::fs::write(dir.path().join("Qwen3-8B-Q4_K_M.gguf"), header).unwrap();
+        std::fs::write(dir.path().join("Qwen3-8B-Q4_K_M.gguf"), gguf::tests::header(0)).unwrap();
         assert!(matches!(default_model(dir.path()), Some(DefaultModel::Recommended { .. })));
     }
 
