@@ -42,6 +42,9 @@ pub enum BenchError {
     /// The directory holds no scenario file (after filtering).
     #[error("no scenario selected in {0}")]
     NoScenarios(PathBuf),
+    /// Two runs that `compare` cannot pair (other models, scenarios or conditions).
+    #[error("cannot compare the runs: {0}")]
+    Incomparable(String),
     /// A command-line or config setting is wrong.
     #[error("invalid setting {name}: {reason}")]
     InvalidSetting {

@@ -40,6 +40,7 @@ macro_rules! serde_by_name {
 }
 
 pub mod agentic;
+pub mod compare;
 pub mod condition;
 pub mod error;
 pub mod events;

@@ -238,6 +238,24 @@ pub struct PageSection {
     pub intro: Vec<String>,
     /// The results files shown in it.
     pub entries: Vec<PageEntry>,
+    /// Two runs compared (`bench-forgetting compare`), after the entries.
+    #[serde(default)]
+    pub comparisons: Vec<PageComparison>,
+}
+
+/// Two suite runs of the page compared: time, decoded tokens and agreement.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PageComparison {
+    /// Its heading.
+    pub title: String,
+    /// The first run's results file, relative to the index.
+    pub before: String,
+    /// The second run's results file, relative to the index.
+    pub after: String,
+    /// What the comparison shows (Markdown paragraphs).
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 /// One results file on the page, with how it was measured.
@@ -274,10 +292,12 @@ pub fn read_index(index: &Path) -> Result<PageIndex> {
     Ok(serde_json::from_str(&text)?)
 }
 
-/// Every results file the index names (entries and their parts), relative to the index.
+/// Every results file the index names (entries, their parts, compared runs), relative to the index.
 #[must_use]
 pub fn indexed_files(index: &PageIndex) -> Vec<String> {
-    index.sections.iter().flat_map(|s| &s.entries).flat_map(|e| std::iter::once(&e.file).chain(&e.parts)).cloned().collect()
+    let entries = index.sections.iter().flat_map(|s| &s.entries).flat_map(|e| std::iter::once(&e.file).chain(&e.parts));
+    let compared = index.sections.iter().flat_map(|s| &s.comparisons).flat_map(|c| [&c.before, &c.after]);
+    entries.chain(compared).cloned().collect()
 }
 
 /// The whole results page (`docs/results.md`) from its index: the title, an
@@ -290,7 +310,19 @@ pub fn results_page(index_path: &Path) -> Result<String> {
     let index = read_index(index_path)?;
     let dir = index_path.parent().map_or_else(PathBuf::new, Path::to_path_buf);
     let mut loaded = Vec::new();
+    let mut compared = Vec::new();
     for section in &index.sections {
+        let mut tables = Vec::new();
+        for c in &section.comparisons {
+            let suite = |file: &str| -> Result<Vec<ModelResult>> {
+                match read_results(&dir.join(file))? {
+                    ResultsFile::Suite(r) => Ok(r),
+                    _ => Err(BenchError::Incomparable(format!("{file} is not a scenario-suite results file"))),
+                }
+            };
+            tables.push(crate::compare::markdown(&crate::compare::compare_files(&suite(&c.before)?, &suite(&c.after)?)?));
+        }
+        compared.push(tables);
         let mut files = Vec::new();
         for e in &section.entries {
             for part in &e.parts {
@@ -314,13 +346,28 @@ pub fn results_page(index_path: &Path) -> Result<String> {
         let _ = writeln!(out, "{p}\n");
     }
     overview(&mut out, &index, &loaded);
-    for (section, files) in index.sections.iter().zip(&loaded) {
+    // The link prefix is relative to the page in docs/; commands run from the repository's root.
+    let from_root = index.link_prefix.strip_prefix("../").unwrap_or(&index.link_prefix);
+    for ((section, files), tables) in index.sections.iter().zip(&loaded).zip(&compared) {
         let _ = writeln!(out, "## {}\n", section.title);
         for p in &section.intro {
             let _ = writeln!(out, "{p}\n");
         }
         for (e, file) in section.entries.iter().zip(files) {
             entry(&mut out, &index.link_prefix, e, file);
+        }
+        for (c, table) in section.comparisons.iter().zip(tables) {
+            let _ = writeln!(out, "### {}\n", c.title);
+            let _ = writeln!(out, "```sh\nbench-forgetting compare {from_root}{} {from_root}{}\n```\n", c.before, c.after);
+            for line in table.lines() {
+                let _ = writeln!(out, "{line}");
+            }
+            if !c.notes.is_empty() {
+                let _ = writeln!(out, "**What it shows.**\n");
+                for p in &c.notes {
+                    let _ = writeln!(out, "{p}\n");
+                }
+            }
         }
     }
     while out.ends_with("\n\n") {

@@ -399,6 +399,7 @@ fn assemble(
             evaluator_max_tokens: cfg.evaluator_max_tokens,
             summary_max_tokens: Some(cfg.plan.sampling.max_tokens),
             withholding_budget: cfg.plan.withholding_budget,
+            branched: Some(cfg.branched),
             scenarios_dir: cfg.scenarios_dir.clone(),
             scenarios: scenarios.iter().map(|s| s.scenario.id.clone()).collect(),
         },

@@ -54,6 +54,15 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Compare two runs of the same suite (e.g. without and with
+    /// `--branched`): wall time and decoded tokens per kind of call, and how
+    /// many answers and compacted contexts agree.
+    Compare {
+        /// The first run's results file.
+        before: PathBuf,
+        /// The second run's results file.
+        after: PathBuf,
+    },
     /// Check a results file against the documented JSON Schema.
     Validate {
         /// The results file.
@@ -257,6 +266,13 @@ fn run(cli: Cli) -> Result<()> {
             for file in files {
                 print!("{}", report::read_results(&file)?.markdown());
             }
+            Ok(())
+        }
+        Some(Command::Compare { before, after }) => {
+            let (report::ResultsFile::Suite(b), report::ResultsFile::Suite(a)) = (report::read_results(&before)?, report::read_results(&after)?) else {
+                bail!("compare takes two scenario-suite results files")
+            };
+            print!("{}", mf_bench::compare::markdown(&mf_bench::compare::compare_files(&b, &a)?));
             Ok(())
         }
         Some(Command::Validate { file }) => {

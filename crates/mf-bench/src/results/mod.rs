@@ -317,6 +317,12 @@ pub struct Settings {
     /// absent: one per unit, the exact test).
     #[serde(default)]
     pub withholding_budget: usize,
+    /// Whether calls over a shared prefix ran branched (`--branched`: the
+    /// probes of one context, the withholding test's trials); absent in
+    /// results written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional = nullable))]
+    pub branched: Option<bool>,
     /// Scenario directory.
     pub scenarios_dir: String,
     /// Scenarios run.

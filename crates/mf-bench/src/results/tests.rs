@@ -78,6 +78,7 @@ fn result(scenario: &str, rows: Vec<ScoreRow>) -> ModelResult {
             evaluator_max_tokens: 32,
             summary_max_tokens: Some(256),
             withholding_budget: 0,
+            branched: None,
             scenarios_dir: "d".into(),
             scenarios: vec![scenario.into()],
         },

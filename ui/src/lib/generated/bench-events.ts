@@ -417,6 +417,12 @@ summary_max_tokens: number | null,
  */
 withholding_budget: number, 
 /**
+ * Whether calls over a shared prefix ran branched (`--branched`: the
+ * probes of one context, the withholding test's trials); absent in
+ * results written before it was recorded.
+ */
+branched?: boolean | null, 
+/**
  * Scenario directory.
  */
 scenarios_dir: string, 
