@@ -209,6 +209,17 @@ pub fn read_results(file: &Path) -> Result<ResultsFile> {
     }
 }
 
+/// Reads a scenario-suite results file, as [`read_results`] does.
+///
+/// # Errors
+/// As [`read_results`]; [`BenchError::Incomparable`] for a file of another kind.
+pub fn read_suite(file: &Path) -> Result<Vec<ModelResult>> {
+    match read_results(file)? {
+        ResultsFile::Suite(r) => Ok(r),
+        _ => Err(BenchError::Incomparable(format!("{} is not a scenario-suite results file", file.display()))),
+    }
+}
+
 /// The index the results page is generated from (`results/index.json`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -314,13 +325,8 @@ pub fn results_page(index_path: &Path) -> Result<String> {
     for section in &index.sections {
         let mut tables = Vec::new();
         for c in &section.comparisons {
-            let suite = |file: &str| -> Result<Vec<ModelResult>> {
-                match read_results(&dir.join(file))? {
-                    ResultsFile::Suite(r) => Ok(r),
-                    _ => Err(BenchError::Incomparable(format!("{file} is not a scenario-suite results file"))),
-                }
-            };
-            tables.push(crate::compare::markdown(&crate::compare::compare_files(&suite(&c.before)?, &suite(&c.after)?)?));
+            let (before, after) = (read_suite(&dir.join(&c.before))?, read_suite(&dir.join(&c.after))?);
+            tables.push(crate::compare::markdown(&crate::compare::compare_files(&before, &after)?));
         }
         compared.push(tables);
         let mut files = Vec::new();

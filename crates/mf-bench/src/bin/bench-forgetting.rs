@@ -269,9 +269,7 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Some(Command::Compare { before, after }) => {
-            let (report::ResultsFile::Suite(b), report::ResultsFile::Suite(a)) = (report::read_results(&before)?, report::read_results(&after)?) else {
-                bail!("compare takes two scenario-suite results files")
-            };
+            let (b, a) = (report::read_suite(&before)?, report::read_suite(&after)?);
             print!("{}", mf_bench::compare::markdown(&mf_bench::compare::compare_files(&b, &a)?));
             Ok(())
         }
