@@ -30,9 +30,8 @@ fn main() -> Result<(), Box<dyn Error>> {
             }
         }
     }
-    let attrs = tauri_build::Attributes::new()
-        .capabilities_path_pattern("./src-tauri/capabilities/**/*")
-        .app_manifest(tauri_build::AppManifest::new().commands(names));
+    let attrs =
+        tauri_build::Attributes::new().capabilities_path_pattern("./src-tauri/capabilities/**/*").app_manifest(tauri_build::AppManifest::new().commands(names));
     tauri_build::try_build(attrs)?;
     Ok(())
 }

@@ -76,15 +76,24 @@ impl UiApprover {
     pub fn answer_scoped(&self, call_id: &str, args_sha256: &str, approved: bool, scope: Scope) -> CmdResult<Option<McpToolRef>> {
         let mut p = self.pending.lock().map_err(|_| CommandError::internal("approval table poisoned"))?;
         let Some(waiting) = p.get(call_id) else {
-            return Err(CommandError::new("no_pending_approval", format!("No tool call {call_id} is waiting for approval (it was answered, timed out or the investigation stopped).")));
+            return Err(CommandError::new(
+                "no_pending_approval",
+                format!("No tool call {call_id} is waiting for approval (it was answered, timed out or the investigation stopped)."),
+            ));
         };
         if waiting.args_sha256 != args_sha256 {
-            return Err(CommandError::new("arguments_changed", format!("The approval was for other arguments than tool call {call_id} has; it was not applied.")));
+            return Err(CommandError::new(
+                "arguments_changed",
+                format!("The approval was for other arguments than tool call {call_id} has; it was not applied."),
+            ));
         }
-        let remembered = match scope {
-            Scope::Tool => Some(waiting.mcp.clone().ok_or_else(|| CommandError::invalid(format!("Tool call {call_id} is not a tool from an MCP server; only those answers are remembered.")))?),
-            Scope::Call | Scope::Host => None,
-        };
+        let remembered =
+            match scope {
+                Scope::Tool => Some(waiting.mcp.clone().ok_or_else(|| {
+                    CommandError::invalid(format!("Tool call {call_id} is not a tool from an MCP server; only those answers are remembered."))
+                })?),
+                Scope::Call | Scope::Host => None,
+            };
         let set = match scope {
             Scope::Host if approved => Some(&self.host_scoped),
             Scope::Tool => Some(&self.tool_scoped),
@@ -113,7 +122,8 @@ impl UiApprover {
 impl Approver for UiApprover {
     fn decide<'a>(&'a self, r: &'a ApprovalRequest) -> BoxFuture<'a, Option<Approval>> {
         let (tx, rx) = oneshot::channel();
-        let parked = self.pending.lock().map(|mut p| p.insert(r.call_id.clone(), Pending { args_sha256: r.args_sha256.clone(), mcp: r.mcp.clone(), tx })).is_ok();
+        let parked =
+            self.pending.lock().map(|mut p| p.insert(r.call_id.clone(), Pending { args_sha256: r.args_sha256.clone(), mcp: r.mcp.clone(), tx })).is_ok();
         Box::pin(async move {
             if !parked {
                 return None;

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use mf_bench::orchestrate::{self, ScenarioOption};
-pub use mf_bench::{BenchEvent, BenchRequest, BenchRun};
 use mf_bench::{BenchError, BenchJob, Condition, Environment, report};
+pub use mf_bench::{BenchEvent, BenchRequest, BenchRun};
 use serde::Serialize;
 use tauri::State;
 use tauri::ipc::Channel;
@@ -61,10 +61,9 @@ pub fn run_benchmark(state: State<'_, AppState>, request: BenchRequest, on_event
 /// A request the user can fix is `invalid`; anything else is `bench`.
 fn request_error(e: BenchError) -> CommandError {
     match e {
-        BenchError::NothingChosen(_)
-        | BenchError::RepsOutOfRange { .. }
-        | BenchError::ModelFileMissing(_)
-        | BenchError::UnknownScenarios(_) => CommandError::invalid(e.to_string()),
+        BenchError::NothingChosen(_) | BenchError::RepsOutOfRange { .. } | BenchError::ModelFileMissing(_) | BenchError::UnknownScenarios(_) => {
+            CommandError::invalid(e.to_string())
+        }
         other => other.into(),
     }
 }

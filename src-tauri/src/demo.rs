@@ -37,7 +37,12 @@ pub fn list_demo_worlds(state: State<'_, AppState>) -> CmdResult<Vec<DemoWorld>>
     let worlds = load_worlds(&state.paths.worlds, &[])?;
     Ok(worlds
         .into_iter()
-        .map(|w| DemoWorld { id: w.world.id.clone(), title: w.world.title.clone(), question: w.world.question.replace(BASE, DEMO_API), tools: w.world.endpoints.len() })
+        .map(|w| DemoWorld {
+            id: w.world.id.clone(),
+            title: w.world.title.clone(),
+            question: w.world.question.replace(BASE, DEMO_API),
+            tools: w.world.endpoints.len(),
+        })
         .collect())
 }
 

@@ -117,11 +117,7 @@ pub(crate) async fn launch(state: &AppState, start: Start, channel: Channel<Agen
 /// Starts an investigation of `question` with the saved settings; its events
 /// stream to `on_event`. Returns its id.
 #[tauri::command]
-pub async fn start_investigation(
-    state: State<'_, AppState>,
-    question: String,
-    on_event: Channel<AgentEvent>,
-) -> CmdResult<i64> {
+pub async fn start_investigation(state: State<'_, AppState>, question: String, on_event: Channel<AgentEvent>) -> CmdResult<i64> {
     let question = question.trim().to_owned();
     if question.is_empty() {
         return Err(CommandError::invalid("Type a question first."));
@@ -206,7 +202,9 @@ pub async fn resume_investigation(state: State<'_, AppState>, id: i64, on_event:
 pub async fn undo_compaction(state: State<'_, AppState>, id: i64, round: u32) -> CmdResult<()> {
     let slot = {
         let runs = state.runs.lock().map_err(|_| CommandError::internal("run table poisoned"))?;
-        let r = runs.get(&id).ok_or_else(|| CommandError::new("not_found", format!("Investigation {id} was not run in this window; only its compactions can be undone.")))?;
+        let r = runs
+            .get(&id)
+            .ok_or_else(|| CommandError::new("not_found", format!("Investigation {id} was not run in this window; only its compactions can be undone.")))?;
         if r.running.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(CommandError::new("busy", "Stop the investigation before undoing a compaction."));
         }
@@ -218,7 +216,10 @@ pub async fn undo_compaction(state: State<'_, AppState>, id: i64, round: u32) ->
         _ => None,
     });
     if last != Some(round) {
-        return Err(CommandError::new("not_undoable", format!("Only the most recent compaction can be undone (round {}).", last.map_or("none".into(), |r| r.to_string()))));
+        return Err(CommandError::new(
+            "not_undoable",
+            format!("Only the most recent compaction can be undone (round {}).", last.map_or("none".into(), |r| r.to_string())),
+        ));
     }
     let mut agent = slot
         .lock()

@@ -423,7 +423,16 @@ mod tests {
             c["permissions"].as_array_mut().unwrap().push(extra);
             check_capability(&c, &registered, PLUGIN_PERMISSIONS)
         };
-        for p in ["dialog:default", "dialog:allow-save", "dialog:allow-message", "fs:default", "fs:allow-read-file", "shell:allow-open", "core:default", "allow-nope"] {
+        for p in [
+            "dialog:default",
+            "dialog:allow-save",
+            "dialog:allow-message",
+            "fs:default",
+            "fs:allow-read-file",
+            "shell:allow-open",
+            "core:default",
+            "allow-nope",
+        ] {
             let e = with(p.into()).unwrap_err();
             assert!(e.contains(p), "{p}: {e}");
         }
@@ -492,7 +501,8 @@ mod tests {
     fn csp_is_strict() {
         let conf = json("tauri.conf.json");
         let csp = conf["app"]["security"]["csp"].as_str().unwrap();
-        let directive = |name: &str| csp.split(';').map(str::trim).find(|d| d.starts_with(&format!("{name} "))).unwrap_or_else(|| panic!("no {name} in {csp}")).to_owned();
+        let directive =
+            |name: &str| csp.split(';').map(str::trim).find(|d| d.starts_with(&format!("{name} "))).unwrap_or_else(|| panic!("no {name} in {csp}")).to_owned();
         assert_eq!(directive("default-src"), "default-src 'self'");
         assert_eq!(directive("script-src"), "script-src 'self'");
         assert_eq!(directive("img-src"), "img-src 'self' data:");
@@ -533,7 +543,12 @@ mod tests {
         invoke_from(app, "tauri://localhost", cmd, body)
     }
 
-    fn invoke_from(app: &tauri::App<tauri::test::MockRuntime>, origin: &str, cmd: &str, body: serde_json::Value) -> Result<serde_json::Value, serde_json::Value> {
+    fn invoke_from(
+        app: &tauri::App<tauri::test::MockRuntime>,
+        origin: &str,
+        cmd: &str,
+        body: serde_json::Value,
+    ) -> Result<serde_json::Value, serde_json::Value> {
         let w = tauri::WebviewWindowBuilder::new(app, "main", Default::default()).build().or_else(|_| app.get_webview_window("main").ok_or(())).unwrap();
         let req = tauri::webview::InvokeRequest {
             cmd: cmd.into(),
@@ -624,7 +639,11 @@ mod tests {
         std::fs::write(&sample, &body).unwrap();
         let sha = mf_inference::models::download::sha256_file(&sample).unwrap();
         let port = serve(body.clone());
-        let src = |sha256: &str, name: &str| models::DownloadSource { url: format!("http://127.0.0.1:{port}/m.gguf"), file_name: name.into(), sha256: Some(sha256.into()) };
+        let src = |sha256: &str, name: &str| models::DownloadSource {
+            url: format!("http://127.0.0.1:{port}/m.gguf"),
+            file_name: name.into(),
+            sha256: Some(sha256.into()),
+        };
         let app = mock_app_with(d.path(), Some(src(&sha, "fetched.gguf")));
         invoke(&app, "download_recommended_model", serde_json::json!({"onEvent": "__CHANNEL__:7"})).unwrap();
         assert_eq!(std::fs::read(d.path().join("models/fetched.gguf")).unwrap(), body);
@@ -660,7 +679,14 @@ mod tests {
         let state = AppState::new(paths).unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         let own = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
-        let req = bench::BenchRequest { models: own(&[models::TEST_MODEL_FILE]), scenarios: own(&["lookup-short"]), conditions: own(&["full", "v2"]), scorers: own(&["keyword"]), reps: 1, judge: None };
+        let req = bench::BenchRequest {
+            models: own(&[models::TEST_MODEL_FILE]),
+            scenarios: own(&["lookup-short"]),
+            conditions: own(&["full", "v2"]),
+            scorers: own(&["keyword"]),
+            reps: 1,
+            judge: None,
+        };
         let id = bench::start(&state, req, move |e| {
             let _ = tx.send(serde_json::to_value(e).unwrap());
         })

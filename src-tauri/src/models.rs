@@ -106,7 +106,10 @@ pub async fn app_info(state: State<'_, AppState>) -> CmdResult<AppInfo> {
     let run_code = run_code_status(&s, mf_tools::code::CodeConfig::beside_exe()).await;
     let mut notice = None;
     if !Path::new(&s.model_path).is_file() {
-        notice = Some(format!("No model file at {:?}. Download the recommended model or choose a model file in Settings (in a checkout, scripts/setup.sh fetches the small test models).", s.model_path));
+        notice = Some(format!(
+            "No model file at {:?}. Download the recommended model or choose a model file in Settings (in a checkout, scripts/setup.sh fetches the small test models).",
+            s.model_path
+        ));
     } else if Path::new(&s.model_path).file_name().and_then(|n| n.to_str()) == Some(TEST_MODEL_FILE) {
         notice = default_model(&state.paths.models).and_then(|(_, n)| n);
     }
@@ -182,7 +185,10 @@ impl DownloadSource {
     pub fn from_vars(url: Option<String>, sha256: Option<String>) -> CmdResult<Option<Self>> {
         let Some(url) = url else { return Ok(None) };
         let bad = |m: String| CommandError::new("invalid_environment", m);
-        let rest = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://")).ok_or_else(|| bad(format!("MF_MODEL_DOWNLOAD_URL must be an http(s) URL, not {url:?}")))?;
+        let rest = url
+            .strip_prefix("http://")
+            .or_else(|| url.strip_prefix("https://"))
+            .ok_or_else(|| bad(format!("MF_MODEL_DOWNLOAD_URL must be an http(s) URL, not {url:?}")))?;
         let file_name = rest.split(['?', '#']).next().and_then(|p| p.rsplit('/').next()).filter(|n| n.ends_with(".gguf") && n.len() > ".gguf".len());
         let file_name = file_name.ok_or_else(|| bad(format!("MF_MODEL_DOWNLOAD_URL must end in a file name ending in .gguf: {url:?}")))?.to_owned();
         let sha256 = sha256.filter(|h| h.len() == 64 && h.chars().all(|c| c.is_ascii_hexdigit()));
@@ -204,12 +210,7 @@ impl DownloadSource {
 #[tauri::command]
 pub async fn download_recommended_model(state: State<'_, AppState>, on_event: Channel<DownloadEvent>) -> CmdResult<()> {
     let src = state.download.clone().ok_or_else(|| CommandError::new("unsupported", "The catalog has no download for the recommended model."))?;
-    let req = mf_inference::models::DownloadRequest {
-        url: src.url,
-        dest_dir: state.paths.models.clone(),
-        file_name: Some(src.file_name),
-        sha256: src.sha256,
-    };
+    let req = mf_inference::models::DownloadRequest { url: src.url, dest_dir: state.paths.models.clone(), file_name: Some(src.file_name), sha256: src.sha256 };
     let cancel = mf_inference::CancelToken::new();
     let send = |e: DownloadEvent| {
         let _ = on_event.send(e);
@@ -282,7 +283,10 @@ mod tests {
         let missing = mf_tools::ToolError::SandboxUnavailable("mf-sandbox not found beside measured-forgetting (looked in /x and its parent)".into());
         let r = run_code_status(&s, Err(missing)).await;
         assert!(!r.available);
-        assert_eq!(r.message, "run_code unavailable: the code sandbox is unavailable, so code is not run: mf-sandbox not found beside measured-forgetting (looked in /x and its parent)");
+        assert_eq!(
+            r.message,
+            "run_code unavailable: the code sandbox is unavailable, so code is not run: mf-sandbox not found beside measured-forgetting (looked in /x and its parent)"
+        );
         // A helper path that is not there fails the probe: unavailable too, with the reason.
         let r = run_code_status(&s, Ok(mf_tools::code::CodeConfig::new(d.path().join("mf-sandbox")))).await;
         assert!(!r.available && r.message.starts_with("run_code unavailable: "), "{r:?}");

@@ -258,7 +258,8 @@ impl Settings {
             return Ok(());
         }
         let list: Vec<String> = f.values().cloned().collect();
-        Err(CommandError::new("invalid_settings", format!("{} setting(s) need fixing: {}", f.len(), list.join(" "))).with_details(serde_json::json!({ "fields": f })))
+        Err(CommandError::new("invalid_settings", format!("{} setting(s) need fixing: {}", f.len(), list.join(" ")))
+            .with_details(serde_json::json!({ "fields": f })))
     }
 
     /// The strategy as mf-forgetting's kind.
@@ -266,7 +267,9 @@ impl Settings {
     /// # Errors
     /// The message for an unknown name.
     pub fn strategy_kind(&self) -> Result<StrategyKind, String> {
-        self.strategy.parse::<StrategyKind>().map_err(|_| format!("Unknown strategy; choose one of {}.", StrategyKind::ALL.map(StrategyKind::as_str).join(", ")))
+        self.strategy
+            .parse::<StrategyKind>()
+            .map_err(|_| format!("Unknown strategy; choose one of {}.", StrategyKind::ALL.map(StrategyKind::as_str).join(", ")))
     }
 
     /// The agent's settings: the crate's defaults with this budget and strategy.
@@ -321,7 +324,11 @@ impl Settings {
                 tool_grammar: self.tool_grammar,
             },
             Engine::Ollama => EngineSpec::Ollama { url: self.server_url.trim().to_owned(), model: self.server_model.trim().to_owned() },
-            Engine::Openai => EngineSpec::OpenAi { url: self.server_url.trim().to_owned(), model: self.server_model.trim().to_owned(), tools_in_text: self.server_tools_in_text },
+            Engine::Openai => EngineSpec::OpenAi {
+                url: self.server_url.trim().to_owned(),
+                model: self.server_model.trim().to_owned(),
+                tools_in_text: self.server_tools_in_text,
+            },
         }
     }
 
@@ -413,7 +420,8 @@ fn check_host(host: &str) -> Result<(), String> {
     }
     if let Some(n) = name {
         let n = n.strip_prefix("*.").unwrap_or(n);
-        let label_ok = |l: &str| !l.is_empty() && l.len() <= 63 && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') && !l.starts_with('-') && !l.ends_with('-');
+        let label_ok =
+            |l: &str| !l.is_empty() && l.len() <= 63 && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') && !l.starts_with('-') && !l.ends_with('-');
         if !n.split('.').all(label_ok) {
             return Err(bad());
         }

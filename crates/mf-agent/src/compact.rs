@@ -15,10 +15,8 @@ use tokio::runtime::Handle;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::events::AgentEvent;
+pub use crate::model::{CompactionRun, DeltaSource, ModelCounter, SummaryPass, SummaryPrompt, chat_history, checkable_terms, from_chat, to_chat};
 use crate::model::{CompactionSpec, ModelCalls, PROBE_MAX_TOKENS};
-pub use crate::model::{
-    CompactionRun, DeltaSource, ModelCounter, SummaryPass, SummaryPrompt, chat_history, checkable_terms, from_chat, to_chat,
-};
 
 /// Everything one compaction needs.
 pub struct CompactionJob {
@@ -83,4 +81,3 @@ impl CompactionJob {
         })
     }
 }
-

@@ -328,11 +328,7 @@ mod tests {
             std::fs::write(&path, &want).unwrap();
         }
         let have = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            have == want,
-            "{} is stale: run `MF_UPDATE_TS=1 cargo test -p mf-agent typescript` and commit it",
-            path.display()
-        );
+        assert!(have == want, "{} is stale: run `MF_UPDATE_TS=1 cargo test -p mf-agent typescript` and commit it", path.display());
     }
 
     #[test]

@@ -23,9 +23,9 @@ pub mod tools;
 
 pub use agent::{Agent, AgentSettings, BEFORE_COMPACTION, Outcome, SYSTEM_PROMPT, Undone, parse_strategy};
 pub use compact::{DeltaSource, SummaryPass};
-pub use model::UnknownName;
 pub use error::AgentError;
 pub use events::{AgentEvent, EventSink, ExitReason, Forecast, Gauge, McpOrigin, Purpose, SummaryBy, VecSink};
+pub use model::UnknownName;
 pub use session::{EngineSpec, KvMiss, Launch, Resume, RunSpec, Sessions, ToolsSpec};
 pub use store::{InvestigationRow, SessionStatus, Store, StoreSink};
 pub use tools::{Approver, FailureKind, FixedApprover, NoAnswer, ToolFailure, ToolReply, ToolRunner};

@@ -136,10 +136,7 @@ impl Store {
             params![id, json],
         )?;
         if let AgentEvent::Exit { reason, .. } = event {
-            self.conn.execute(
-                "UPDATE investigations SET status = 'finished', exit_reason = ?2 WHERE id = ?1",
-                params![id, reason.describe()],
-            )?;
+            self.conn.execute("UPDATE investigations SET status = 'finished', exit_reason = ?2 WHERE id = ?1", params![id, reason.describe()])?;
         }
         Ok(())
     }
@@ -192,7 +189,14 @@ impl Store {
              FROM investigations i ORDER BY i.id DESC",
         )?;
         let rows = st.query_map([], |r| {
-            Ok(InvestigationRow { id: r.get(0)?, question: r.get(1)?, status: SessionStatus::parse(&r.get::<_, String>(2)?), exit_reason: r.get(3)?, created: r.get(4)?, events: r.get(5)? })
+            Ok(InvestigationRow {
+                id: r.get(0)?,
+                question: r.get(1)?,
+                status: SessionStatus::parse(&r.get::<_, String>(2)?),
+                exit_reason: r.get(3)?,
+                created: r.get(4)?,
+                events: r.get(5)?,
+            })
         })?;
         Ok(rows.collect::<Result<Vec<_>, _>>()?)
     }
@@ -234,13 +238,10 @@ impl Store {
     /// # Errors
     /// [`AgentError::NotFound`], SQLite or JSON errors.
     pub fn settings(&self, id: i64) -> Result<serde_json::Value, AgentError> {
-        let s: String = self
-            .conn
-            .query_row("SELECT settings FROM investigations WHERE id = ?1", params![id], |r| r.get(0))
-            .map_err(|e| match e {
-                rusqlite::Error::QueryReturnedNoRows => AgentError::NotFound(id),
-                e => AgentError::Store(e),
-            })?;
+        let s: String = self.conn.query_row("SELECT settings FROM investigations WHERE id = ?1", params![id], |r| r.get(0)).map_err(|e| match e {
+            rusqlite::Error::QueryReturnedNoRows => AgentError::NotFound(id),
+            e => AgentError::Store(e),
+        })?;
         Ok(serde_json::from_str(&s)?)
     }
 
@@ -249,10 +250,8 @@ impl Store {
     /// # Errors
     /// SQLite errors.
     pub fn mark_running(&self, id: i64) -> Result<(), AgentError> {
-        self.conn.execute(
-            "UPDATE investigations SET status = 'running', exit_reason = NULL, pid = ?2 WHERE id = ?1",
-            params![id, i64::from(std::process::id())],
-        )?;
+        self.conn
+            .execute("UPDATE investigations SET status = 'running', exit_reason = NULL, pid = ?2 WHERE id = ?1", params![id, i64::from(std::process::id())])?;
         Ok(())
     }
 

@@ -169,21 +169,12 @@ pub trait ToolRunner: Send + Sync {
     }
 
     /// Runs one call; `approval` is required for calls that asked.
-    fn run<'a>(
-        &'a self,
-        call_id: &'a str,
-        name: &'a str,
-        args_json: &'a str,
-        approval: Option<&'a Approval>,
-    ) -> BoxFuture<'a, Result<ToolReply, ToolFailure>>;
+    fn run<'a>(&'a self, call_id: &'a str, name: &'a str, args_json: &'a str, approval: Option<&'a Approval>) -> BoxFuture<'a, Result<ToolReply, ToolFailure>>;
 }
 
 impl ToolRunner for ToolRegistry {
     fn specs(&self) -> Vec<ToolSpec> {
-        self.descriptors()
-            .into_iter()
-            .map(|d| ToolSpec { name: d.name, description: d.description, parameters: d.parameters })
-            .collect()
+        self.descriptors().into_iter().map(|d| ToolSpec { name: d.name, description: d.description, parameters: d.parameters }).collect()
     }
 
     fn requirement(&self, call_id: &str, name: &str, args_json: &str) -> Result<Requirement, ToolFailure> {
@@ -195,21 +186,15 @@ impl ToolRunner for ToolRegistry {
     }
 
     fn remember_tool(&self, name: &str, approve: bool) -> Result<(), ToolFailure> {
-        let origin = self
-            .mcp_tool(name)
-            .ok_or_else(|| ToolFailure::new(FailureKind::Tool("unsupported".into()), format!("{name} is not a tool from an MCP server; only those answers are remembered")))?;
+        let origin = self.mcp_tool(name).ok_or_else(|| {
+            ToolFailure::new(FailureKind::Tool("unsupported".into()), format!("{name} is not a tool from an MCP server; only those answers are remembered"))
+        })?;
         let mode = if approve { mf_tools::policy::Mode::Auto } else { mf_tools::policy::Mode::Deny };
         self.remember_mcp(&origin.server, &origin.tool, mode);
         Ok(())
     }
 
-    fn run<'a>(
-        &'a self,
-        call_id: &'a str,
-        name: &'a str,
-        args_json: &'a str,
-        approval: Option<&'a Approval>,
-    ) -> BoxFuture<'a, Result<ToolReply, ToolFailure>> {
+    fn run<'a>(&'a self, call_id: &'a str, name: &'a str, args_json: &'a str, approval: Option<&'a Approval>) -> BoxFuture<'a, Result<ToolReply, ToolFailure>> {
         Box::pin(async move {
             let out = ToolRegistry::run(self, call_id, name, args_json, approval).await?;
             let truncated = out.truncation_note();

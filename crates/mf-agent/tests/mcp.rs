@@ -53,7 +53,15 @@ impl Backend for Scripted {
         8192
     }
     fn model_info(&self) -> ModelInfo {
-        ModelInfo { name: "scripted".into(), backend: "test".into(), architecture: None, context_size: 8192, context_train: None, parameters: None, tool_format: None }
+        ModelInfo {
+            name: "scripted".into(),
+            backend: "test".into(),
+            architecture: None,
+            context_size: 8192,
+            context_train: None,
+            parameters: None,
+            tool_format: None,
+        }
     }
 }
 
@@ -99,11 +107,18 @@ async fn the_loop_calls_an_mcp_tool_after_approval_and_never_when_denied() {
     let spec = first.tools.iter().find(|t| t.name == "files__write_file").expect("the MCP tool is offered to the model");
     assert_eq!(spec.parameters["properties"]["content"]["type"], "string");
     // The approval named server and tool, with the arguments.
-    let asked = sink.events.iter().find_map(|e| if let AgentEvent::ApprovalRequested { name, arguments, .. } = e { Some((name.clone(), arguments.clone())) } else { None });
+    let asked = sink
+        .events
+        .iter()
+        .find_map(|e| if let AgentEvent::ApprovalRequested { name, arguments, .. } = e { Some((name.clone(), arguments.clone())) } else { None });
     let (name, arguments) = asked.expect("an MCP tool asks by default");
     assert_eq!(name, "files__write_file");
     assert!(arguments.contains("report.txt") && arguments.contains("97% full"), "{arguments}");
-    let result = sink.events.iter().find_map(|e| if let AgentEvent::ToolResult { name, ok, content, .. } = e { Some((name.clone(), *ok, content.clone())) } else { None }).unwrap();
+    let result = sink
+        .events
+        .iter()
+        .find_map(|e| if let AgentEvent::ToolResult { name, ok, content, .. } = e { Some((name.clone(), *ok, content.clone())) } else { None })
+        .unwrap();
     assert_eq!((result.0.as_str(), result.1), ("files__write_file", true), "{}", result.2);
     assert!(result.2.contains("Successfully wrote"), "{}", result.2);
     assert_eq!(std::fs::read_to_string(root.join("report.txt")).unwrap(), "disk web-07 is 97% full");
@@ -148,7 +163,11 @@ async fn an_always_answer_holds_for_the_servers_tool_for_the_rest_of_the_session
     let always = Arc::new(Always { approve: true, asked: Mutex::new(0) });
     let (sink, _) = investigate_with(&root, always.clone(), vec![write("one.txt"), write("two.txt")]).await;
     assert_eq!(*always.asked.lock().unwrap(), 1, "asked once");
-    let asked = sink.events.iter().find_map(|e| if let AgentEvent::ApprovalRequested { mcp, summary, .. } = e { Some((mcp.clone(), summary.clone())) } else { None }).unwrap();
+    let asked = sink
+        .events
+        .iter()
+        .find_map(|e| if let AgentEvent::ApprovalRequested { mcp, summary, .. } = e { Some((mcp.clone(), summary.clone())) } else { None })
+        .unwrap();
     assert_eq!(asked.0, Some(mf_agent::McpOrigin { server: "files".into(), tool: "write_file".into() }), "the request names server and tool");
     assert!(asked.1.starts_with("MCP server files · tool write_file"), "{}", asked.1);
     assert_eq!(decisions(&sink), vec![(true, "user, always for write_file on files".into()), (true, "policy".into())]);

@@ -35,14 +35,8 @@ async fn smollm2_investigates_a_local_api_compacts_and_stays_in_the_window() {
     tools.http.allowed_hosts = Some(vec![format!("127.0.0.1:{PORT}")]);
     tools.http.allow_loopback = true;
     let registry = Arc::new(ToolRegistry::new(tools).await.unwrap());
-    let settings = AgentSettings {
-        system_prompt: SYSTEM.into(),
-        strategy: StrategyKind::V2,
-        reserve: 128,
-        ratio: 0.9,
-        max_result_chars: 250,
-        ..AgentSettings::default()
-    };
+    let settings =
+        AgentSettings { system_prompt: SYSTEM.into(), strategy: StrategyKind::V2, reserve: 128, ratio: 0.9, max_result_chars: 250, ..AgentSettings::default() };
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("real.db")).unwrap();
     let id = store.create(QUESTION, &serde_json::json!({"test": "real"})).unwrap();

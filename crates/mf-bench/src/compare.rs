@@ -126,8 +126,7 @@ pub fn compare(before: &ModelResult, after: &ModelResult) -> Result<Comparison> 
             Some((key(&b.scenario, &b.condition, b.rep), exact || same_compaction(b, a)))
         })
         .collect();
-    let after_answers: BTreeMap<_, _> =
-        after.scores.iter().map(|s| ((s.scenario.clone(), s.condition.clone(), s.rep, s.probe.clone()), s)).collect();
+    let after_answers: BTreeMap<_, _> = after.scores.iter().map(|s| ((s.scenario.clone(), s.condition.clone(), s.rep, s.probe.clone()), s)).collect();
     let mut rows = Vec::new();
     for c in &before.conditions {
         let mut row = ConditionRow {
@@ -176,10 +175,7 @@ pub fn compare(before: &ModelResult, after: &ModelResult) -> Result<Comparison> 
 pub fn compare_files(before: &[ModelResult], after: &[ModelResult]) -> Result<Vec<Comparison>> {
     let mut out = Vec::new();
     for b in before {
-        let a = after
-            .iter()
-            .find(|a| a.model == b.model)
-            .ok_or_else(|| BenchError::Incomparable(format!("the second file has no run of {}", b.model)))?;
+        let a = after.iter().find(|a| a.model == b.model).ok_or_else(|| BenchError::Incomparable(format!("the second file has no run of {}", b.model)))?;
         out.push(compare(b, a)?);
     }
     if let Some(a) = after.iter().find(|a| !before.iter().any(|b| b.model == a.model)) {

@@ -22,18 +22,9 @@ pub const JUDGE_SYSTEM: &str = include_str!("prompts/judge_system.txt");
 /// prose otherwise). They come before the graded answer, so they are part of
 /// the prompt prefix every judge call shares in the KV cache.
 pub const FEW_SHOT: &[(&str, &str)] = &[
-    (
-        "QUESTION: Which port does the cache listen on?\nREFERENCE: Port 6380.\nCANDIDATE: It listens on 6380.\nGrade (0, 1, 2 or 3):",
-        "3",
-    ),
-    (
-        "QUESTION: Which port does the cache listen on?\nREFERENCE: Port 6380.\nCANDIDATE: It listens on port 5432.\nGrade (0, 1, 2 or 3):",
-        "0",
-    ),
-    (
-        "QUESTION: Why did the job fail, and when?\nREFERENCE: The disk filled up at 03:10.\nCANDIDATE: The disk was full.\nGrade (0, 1, 2 or 3):",
-        "2",
-    ),
+    ("QUESTION: Which port does the cache listen on?\nREFERENCE: Port 6380.\nCANDIDATE: It listens on 6380.\nGrade (0, 1, 2 or 3):", "3"),
+    ("QUESTION: Which port does the cache listen on?\nREFERENCE: Port 6380.\nCANDIDATE: It listens on port 5432.\nGrade (0, 1, 2 or 3):", "0"),
+    ("QUESTION: Why did the job fail, and when?\nREFERENCE: The disk filled up at 03:10.\nCANDIDATE: The disk was full.\nGrade (0, 1, 2 or 3):", "2"),
 ];
 
 /// One control answer.

@@ -74,11 +74,7 @@ pub fn normalise(text: &str) -> String {
     let chars: Vec<char> = s.chars().collect();
     let mut joined = String::with_capacity(s.len());
     for (i, &c) in chars.iter().enumerate() {
-        if c == ' '
-            && i > 0
-            && chars[i - 1].is_ascii_digit()
-            && chars.get(i + 1).is_some_and(|&d| d == '%' || is_unit_start(&chars[i + 1..]))
-        {
+        if c == ' ' && i > 0 && chars[i - 1].is_ascii_digit() && chars.get(i + 1).is_some_and(|&d| d == '%' || is_unit_start(&chars[i + 1..])) {
             continue;
         }
         joined.push(c);
@@ -96,8 +92,8 @@ fn first_group_ok(before: &[char]) -> bool {
 
 /// Units that are glued to their number after normalisation.
 const UNITS: [&str; 27] = [
-    "ms", "s", "sec", "secs", "seconds", "min", "mins", "minutes", "h", "hours", "kb", "mb", "gb", "tb", "kib", "mib", "gib", "tib",
-    "b", "bytes", "rps", "qps", "req/s", "usd", "eur", "x", "ns",
+    "ms", "s", "sec", "secs", "seconds", "min", "mins", "minutes", "h", "hours", "kb", "mb", "gb", "tb", "kib", "mib", "gib", "tib", "b", "bytes", "rps",
+    "qps", "req/s", "usd", "eur", "x", "ns",
 ];
 
 fn is_unit_start(rest: &[char]) -> bool {

@@ -215,10 +215,7 @@ fn tool_round(k: u32) -> [ChatMessage; 2] {
         })
         .collect();
     let result = json!({"page": k, "per_page": 8, "orders": orders}).to_string();
-    [
-        ChatMessage::assistant_tool_calls(format!("Fetching page {k} of the March orders."), vec![call]),
-        ChatMessage::tool_result(id, "http_get", result),
-    ]
+    [ChatMessage::assistant_tool_calls(format!("Fetching page {k} of the March orders."), vec![call]), ChatMessage::tool_result(id, "http_get", result)]
 }
 
 fn summary() -> ChatMessage {
@@ -283,11 +280,7 @@ fn scenario(name: &str, session: &LlamaSession, convs: &[(Vec<ChatMessage>, bool
         reused += u64::from(r.reused.min(r.resent_tokens));
         resent += u64::from(r.resent_tokens);
     }
-    let speedup = reuse
-        .iter()
-        .zip(&no_reuse)
-        .map(|(a, b)| if a.wall_ms == 0 { 0.0 } else { b.wall_ms as f64 / a.wall_ms as f64 })
-        .collect();
+    let speedup = reuse.iter().zip(&no_reuse).map(|(a, b)| if a.wall_ms == 0 { 0.0 } else { b.wall_ms as f64 / a.wall_ms as f64 }).collect();
     Ok(ScenarioReport {
         name: name.into(),
         reuse_fraction: if resent == 0 { 0.0 } else { reused as f64 / resent as f64 },
@@ -311,11 +304,7 @@ pub fn run(config: &BenchKvConfig) -> Result<BenchKvReport> {
     // Warm-up so page faults of the first load do not count against either mode.
     let mut warm = head();
     warm.extend(tool_round(0));
-    session.generate_blocking(
-        GenerateRequest { messages: warm, tools: tools(), sampling: Sampling::greedy(4) },
-        None,
-        CancelToken::new(),
-    )?;
+    session.generate_blocking(GenerateRequest { messages: warm, tools: tools(), sampling: Sampling::greedy(4) }, None, CancelToken::new())?;
 
     // 5-round investigation.
     let mut convs = Vec::new();
@@ -346,10 +335,7 @@ pub fn run(config: &BenchKvConfig) -> Result<BenchKvReport> {
     let compaction = scenario("compaction", &session, &convs, config.reply_tokens)?;
     let memory = session.kv_memory_blocking()?;
 
-    let pinned_text = session
-        .template()
-        .render(&head(), &tools(), RenderOptions { add_generation_prompt: false, thinking: false })?
-        .text;
+    let pinned_text = session.template().render(&head(), &tools(), RenderOptions { add_generation_prompt: false, thinking: false })?.text;
     let pinned_tokens = session.count_text_tokens_blocking(&pinned_text)?;
     let mut with_summary = head();
     with_summary.push(summary());
@@ -437,7 +423,14 @@ impl BenchKvReport {
     pub fn to_text(&self) -> String {
         use std::fmt::Write as _;
         let mut s = String::new();
-        let _ = writeln!(s, "model {} ({}), n_ctx {}, {} reply tokens per round", self.model, self.architecture.as_deref().unwrap_or("?"), self.n_ctx, self.reply_tokens);
+        let _ = writeln!(
+            s,
+            "model {} ({}), n_ctx {}, {} reply tokens per round",
+            self.model,
+            self.architecture.as_deref().unwrap_or("?"),
+            self.n_ctx,
+            self.reply_tokens
+        );
         for sc in [&self.investigation, &self.compaction] {
             let _ = writeln!(s, "\n{}:", sc.name);
             let _ = writeln!(s, "round | prompt | reused | shifted | decoded | wall ms (reuse) | decoded | wall ms (no reuse) | speedup | same reply");
@@ -445,7 +438,16 @@ impl BenchKvReport {
                 let _ = writeln!(
                     s,
                     "{:>5} | {:>6} | {:>6} | {:>7} | {:>7} | {:>15} | {:>7} | {:>18} | {:>6.2}x | {}",
-                    a.round, a.prompt_tokens, a.reused, a.shifted, a.decoded, a.wall_ms, b.decoded, b.wall_ms, sp, a.reply == b.reply
+                    a.round,
+                    a.prompt_tokens,
+                    a.reused,
+                    a.shifted,
+                    a.decoded,
+                    a.wall_ms,
+                    b.decoded,
+                    b.wall_ms,
+                    sp,
+                    a.reply == b.reply
                 );
             }
             let _ = writeln!(

@@ -130,9 +130,7 @@ impl Model {
     pub fn on_server(kind: mf_inference::http::ServerKind, url: &str, name: &str, n_ctx: u32) -> Result<Self> {
         let backend: Arc<dyn Backend> = match kind {
             mf_inference::http::ServerKind::Ollama => Arc::new(mf_inference::OllamaBackend::new(url, name, n_ctx)?),
-            mf_inference::http::ServerKind::OpenAi => {
-                Arc::new(mf_inference::OpenAiBackend::new(url, name, std::env::var("OPENAI_API_KEY").ok(), n_ctx)?)
-            }
+            mf_inference::http::ServerKind::OpenAi => Arc::new(mf_inference::OpenAiBackend::new(url, name, std::env::var("OPENAI_API_KEY").ok(), n_ctx)?),
         };
         Model::new(backend)
     }
@@ -143,12 +141,7 @@ impl Model {
     /// # Errors
     /// When the runtime cannot be built.
     pub fn new(backend: Arc<dyn Backend>) -> Result<Self> {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("bench-model")
-            .enable_all()
-            .build()
-            .map_err(BenchError::Runtime)?;
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).thread_name("bench-model").enable_all().build().map_err(BenchError::Runtime)?;
         let info = backend.model_info();
         let reports_kv = info.backend == "llama.cpp";
         Ok(Model {
@@ -236,7 +229,8 @@ impl Model {
             return requests.into_iter().map(|(m, s)| self.generate(purpose, m, s)).collect();
         }
         let t = Instant::now();
-        let reqs: Vec<GenerateRequest> = requests.iter().map(|(m, s)| GenerateRequest { messages: m.clone(), tools: Vec::new(), sampling: s.clone() }).collect();
+        let reqs: Vec<GenerateRequest> =
+            requests.iter().map(|(m, s)| GenerateRequest { messages: m.clone(), tools: Vec::new(), sampling: s.clone() }).collect();
         let gs = match self.rt.block_on(self.backend.generate_branches(reqs, self.cancel.clone())) {
             // The template wants a user turn first: each request on its own, fixed.
             Err(e) if needs_user_first(&e) => return requests.into_iter().map(|(m, s)| self.generate(purpose, m, s)).collect(),
@@ -274,7 +268,8 @@ impl Model {
             };
             self.stats.borrow_mut().entry(p).or_default().add(g, wall.as_millis() as u64);
         };
-        let calls = ModelCalls { handle: self.rt.handle(), backend: self.backend.as_ref(), cancel: &self.cancel, on_call: &on_call, branched: self.branched.get() };
+        let calls =
+            ModelCalls { handle: self.rt.handle(), backend: self.backend.as_ref(), cancel: &self.cancel, on_call: &on_call, branched: self.branched.get() };
         let run = mf_agent::model::compact(calls, &self.counter, history, spec, &mut |_| {});
         if self.is_cancelled() {
             return Err(BenchError::Cancelled);

@@ -50,11 +50,19 @@ fn model_markdown(out: &mut String, r: &ModelResult) {
         st.answer_max_tokens,
         st.thinking,
         st.judge_model.as_deref().unwrap_or("none"),
-        if st.withholding_budget == 0 { "exact (one evaluation per unit)".to_owned() } else { format!("≤ {} evaluations per compaction", st.withholding_budget) },
+        if st.withholding_budget == 0 {
+            "exact (one evaluation per unit)".to_owned()
+        } else {
+            format!("≤ {} evaluations per compaction", st.withholding_budget)
+        },
         r.wall_s
     );
     let b = &r.control_brackets;
-    let _ = writeln!(out, "| condition | keyword (0–3) | {} | worst keyword | prompt tokens before → after | fallbacks | not applied | empty answers | over budget |", b.judge_heading());
+    let _ = writeln!(
+        out,
+        "| condition | keyword (0–3) | {} | worst keyword | prompt tokens before → after | fallbacks | not applied | empty answers | over budget |",
+        b.judge_heading()
+    );
     let _ = writeln!(out, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     for c in &r.conditions {
         let _ = writeln!(
@@ -96,10 +104,9 @@ fn model_markdown(out: &mut String, r: &ModelResult) {
         );
     }
     let conds: Vec<&str> = r.conditions.iter().map(|c| c.condition.as_str()).collect();
-    for (title, kw, j) in [
-        ("By class", &r.by_class, r.judge.as_ref().map(|a| &a.by_class)),
-        ("By dimension", &r.by_dimension, r.judge.as_ref().map(|a| &a.by_dimension)),
-    ] {
+    for (title, kw, j) in
+        [("By class", &r.by_class, r.judge.as_ref().map(|a| &a.by_class)), ("By dimension", &r.by_dimension, r.judge.as_ref().map(|a| &a.by_dimension))]
+    {
         let judge = match b.judge_holds() {
             Some(false) => " / judge, not evidence",
             _ if j.is_some() => " / judge",
@@ -407,7 +414,15 @@ fn overview(out: &mut String, index: &PageIndex, loaded: &[Vec<ResultsFile>]) {
                     None => "not run".to_owned(),
                     Some(holds) => format!("{} / {} / {}{}", g("identical"), g("contradiction"), g("empty"), if holds { "" } else { " (fail: not evidence)" }),
                 };
-                let _ = writeln!(out, "| [{}](#{}) | {} | {} | {} | {brackets} |", e.title, anchor(&e.title), r.model, r.settings.scenarios.len(), cells.join(" | "));
+                let _ = writeln!(
+                    out,
+                    "| [{}](#{}) | {} | {} | {} | {brackets} |",
+                    e.title,
+                    anchor(&e.title),
+                    r.model,
+                    r.settings.scenarios.len(),
+                    cells.join(" | ")
+                );
             }
         }
     }

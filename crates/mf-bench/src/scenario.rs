@@ -8,8 +8,8 @@
 //! answers are generated side by side; otherwise one after the other, each
 //! reusing the cached context.
 
-use mf_forgetting::scenario::Probe;
 use mf_forgetting::Message;
+use mf_forgetting::scenario::Probe;
 use mf_inference::{ChatMessage, Generation, Sampling, StopReason, Thinking};
 
 use crate::condition::{Compacted, Condition, compact};
@@ -318,4 +318,3 @@ pub(crate) fn run_scenario(
     }
     Ok(out)
 }
-

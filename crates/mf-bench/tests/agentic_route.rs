@@ -9,9 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use mf_bench::agentic::{self, AgenticConfig, AgenticStrategy, Driver, Retention};
 use mf_forgetting::StrategyKind;
-use mf_inference::{
-    Backend, CancelToken, ChatMessage, GenerateRequest, Generation, KvStats, ModelInfo, Role, StopReason, TokenSink, ToolSpec, Usage,
-};
+use mf_inference::{Backend, CancelToken, ChatMessage, GenerateRequest, Generation, KvStats, ModelInfo, Role, StopReason, TokenSink, ToolSpec, Usage};
 
 type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 
@@ -38,10 +36,7 @@ impl Backend for Scripted {
             let prompt = tokens(&request.messages, &request.tools);
             assert!(prompt + request.sampling.max_tokens <= self.ctx, "prompt {prompt} over the window {}", self.ctx);
             let last = request.messages.last().map(|m| m.content.clone()).unwrap_or_default();
-            assert!(
-                !agentic::driver::is_investigation_turn(&request),
-                "an investigation turn reached the model: the route driver should have answered it"
-            );
+            assert!(!agentic::driver::is_investigation_turn(&request), "an investigation turn reached the model: the route driver should have answered it");
             let text = if last.starts_with("Stop calling tools") { ANSWER } else { SUMMARY };
             self.requests.lock().unwrap().push(request);
             Ok(Generation {
@@ -65,7 +60,15 @@ impl Backend for Scripted {
     }
 
     fn model_info(&self) -> ModelInfo {
-        ModelInfo { name: "scripted".into(), backend: "test".into(), architecture: None, context_size: self.ctx, context_train: None, parameters: None, tool_format: None }
+        ModelInfo {
+            name: "scripted".into(),
+            backend: "test".into(),
+            architecture: None,
+            context_size: self.ctx,
+            context_train: None,
+            parameters: None,
+            tool_format: None,
+        }
     }
 }
 
@@ -77,14 +80,8 @@ fn world(id: &str) -> agentic::World {
 fn run(ctx: u32, strategy: AgenticStrategy, port: u16, dies_after: Option<usize>) -> (agentic::AgenticRun, Arc<Scripted>) {
     let w = world("cdn-purge-storm");
     let model = Arc::new(Scripted { ctx, requests: Mutex::new(Vec::new()) });
-    let cfg = AgenticConfig {
-        strategies: vec![strategy],
-        reserve: 128,
-        port,
-        driver: Driver::Route,
-        server_dies_after: dies_after,
-        ..AgenticConfig::default()
-    };
+    let cfg =
+        AgenticConfig { strategies: vec![strategy], reserve: 128, port, driver: Driver::Route, server_dies_after: dies_after, ..AgenticConfig::default() };
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let r = rt.block_on(agentic::run_world(model.clone(), &w, strategy, &cfg)).unwrap();
     (r, model)

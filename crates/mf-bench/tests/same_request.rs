@@ -83,7 +83,15 @@ impl Backend for Recording {
     }
 
     fn model_info(&self) -> ModelInfo {
-        ModelInfo { name: "recording".into(), backend: "test".into(), architecture: None, context_size: self.ctx, context_train: None, parameters: None, tool_format: None }
+        ModelInfo {
+            name: "recording".into(),
+            backend: "test".into(),
+            architecture: None,
+            context_size: self.ctx,
+            context_train: None,
+            parameters: None,
+            tool_format: None,
+        }
     }
 }
 

@@ -25,11 +25,9 @@ fn smoke_three_scenarios_smollm2_both_scorers() {
         eprintln!("skipped: {} is missing (run `make models`)", path.display());
         return;
     }
-    let scenarios = load::load_dir(
-        &root().join("scenarios/compaction"),
-        &["lookup-short".to_owned(), "contradiction-short".to_owned(), "temporal-short".to_owned()],
-    )
-    .unwrap();
+    let scenarios =
+        load::load_dir(&root().join("scenarios/compaction"), &["lookup-short".to_owned(), "contradiction-short".to_owned(), "temporal-short".to_owned()])
+            .unwrap();
     assert_eq!(scenarios.len(), 3);
     // Two one-thread sessions side by side (the CLI's default on 2 cores).
     let workers: Vec<Worker> = (0..2)

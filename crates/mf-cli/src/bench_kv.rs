@@ -32,7 +32,13 @@ pub struct BenchKvArgs {
 
 /// Runs the benchmark and prints its report.
 pub fn run(args: BenchKvArgs) -> anyhow::Result<()> {
-    let config = BenchKvConfig { model_path: args.model.clone(), n_ctx: args.ctx, reply_tokens: args.reply_tokens, n_threads: args.threads, swa_full: !args.no_swa_full };
+    let config = BenchKvConfig {
+        model_path: args.model.clone(),
+        n_ctx: args.ctx,
+        reply_tokens: args.reply_tokens,
+        n_threads: args.threads,
+        swa_full: !args.no_swa_full,
+    };
     let report = run_bench(&config).with_context(|| format!("bench-kv on {}", args.model.display()))?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use futures::future::BoxFuture;
-use mf_agent::{AgentEvent, AgentSettings, Approver, DeltaSource, EngineSpec, EventSink, FixedApprover, Launch, Resume, RunSpec, Sessions, SummaryPass, ToolsSpec};
+use mf_agent::{
+    AgentEvent, AgentSettings, Approver, DeltaSource, EngineSpec, EventSink, FixedApprover, Launch, Resume, RunSpec, Sessions, SummaryPass, ToolsSpec,
+};
 use mf_forgetting::StrategyKind;
 use mf_tools::policy::{Approval, ApprovalRequest};
 use mf_tools::{Requirement, ToolRegistry, ToolSettings};
@@ -290,9 +292,13 @@ impl InvestigateArgs {
     fn spec(&self, model: PathBuf) -> anyhow::Result<RunSpec> {
         let d = defaults();
         let engine = match (&self.openai, &self.ollama) {
-            (Some(url), _) => EngineSpec::OpenAi { url: url.clone(), model: model.to_string_lossy().into_owned(), tools_in_text: self.openai_tools == OpenAiTools::Text },
+            (Some(url), _) => {
+                EngineSpec::OpenAi { url: url.clone(), model: model.to_string_lossy().into_owned(), tools_in_text: self.openai_tools == OpenAiTools::Text }
+            }
             (None, Some(url)) => EngineSpec::Ollama { url: url.clone(), model: model.to_string_lossy().into_owned() },
-            (None, None) => EngineSpec::Llama { model: std::fs::canonicalize(&model).unwrap_or(model), threads: self.threads, gpu: false, tool_grammar: self.tool_grammar },
+            (None, None) => {
+                EngineSpec::Llama { model: std::fs::canonicalize(&model).unwrap_or(model), threads: self.threads, gpu: false, tool_grammar: self.tool_grammar }
+            }
         };
         let mut agent = AgentSettings {
             strategy: self.strategy,
@@ -360,7 +366,11 @@ pub fn describe(e: &AgentEvent) -> Option<String> {
         AgentEvent::Token { .. } | AgentEvent::ThinkingToken { .. } | AgentEvent::Kv { .. } => return None,
         AgentEvent::ToolCall { name, arguments, .. } => format!("→ {name} {arguments}"),
         AgentEvent::ApprovalRequested { name, summary, arguments, .. } => {
-            if summary.is_empty() { format!("? approval asked for {name} {arguments}") } else { format!("? approval asked: {summary}\n    {name} {}", one_line(arguments, 300)) }
+            if summary.is_empty() {
+                format!("? approval asked for {name} {arguments}")
+            } else {
+                format!("? approval asked: {summary}\n    {name} {}", one_line(arguments, 300))
+            }
         }
         AgentEvent::ApprovalDecided { approved, by, .. } => {
             if *approved && by == "policy" {
@@ -394,17 +404,32 @@ pub fn describe(e: &AgentEvent) -> Option<String> {
             "⟳ compaction ({strategy}{}) at {tokens_before} tokens, {messages_before} messages",
             class.as_ref().map(|c| format!(", class {c}")).unwrap_or_default()
         ),
-        AgentEvent::CompactionFinished { tokens_before, tokens_after, messages_before, messages_after, summary_by, fallback_reason, summary_pass, duration_ms, .. } => format!(
+        AgentEvent::CompactionFinished {
+            tokens_before,
+            tokens_after,
+            messages_before,
+            messages_after,
+            summary_by,
+            fallback_reason,
+            summary_pass,
+            duration_ms,
+            ..
+        } => format!(
             "⟳ compacted {tokens_before} → {tokens_after} tokens, {messages_before} → {messages_after} messages, summary by {summary_by:?}{}{}{}",
             summary_pass.as_ref().map(|p| format!(" (pass: {p})")).unwrap_or_default(),
             duration_ms.map(|d| format!(" in {d} ms")).unwrap_or_default(),
             fallback_reason.as_ref().map(|r| format!(" — fallback: {r}")).unwrap_or_default()
         ),
         AgentEvent::CompactionFailed { message, .. } => format!("⟳ compaction failed: {message}"),
-        AgentEvent::KvSnapshot { reason, slot, tokens, bytes, ms, .. } => format!("  kv saved ({reason}): {tokens} tokens, {} KiB to {slot} in {ms} ms", bytes / 1024),
+        AgentEvent::KvSnapshot { reason, slot, tokens, bytes, ms, .. } => {
+            format!("  kv saved ({reason}): {tokens} tokens, {} KiB to {slot} in {ms} ms", bytes / 1024)
+        }
         AgentEvent::KvRestore { used, snapshot_tokens, prompt_tokens, matched_tokens, note, .. } => {
             if *used {
-                format!("  KV cache loaded: {matched_tokens} tokens not decoded again ({} of the prompt's {prompt_tokens} left to decode)", prompt_tokens.saturating_sub(*matched_tokens))
+                format!(
+                    "  KV cache loaded: {matched_tokens} tokens not decoded again ({} of the prompt's {prompt_tokens} left to decode)",
+                    prompt_tokens.saturating_sub(*matched_tokens)
+                )
             } else {
                 format!("  KV cache not loaded (snapshot {snapshot_tokens} tokens): {}", note.as_deref().unwrap_or("decoding the history again"))
             }
@@ -461,9 +486,7 @@ async fn drive(launch: Launch, json: bool) -> anyhow::Result<mf_agent::Outcome> 
 
 fn usage(e: mf_agent::AgentError) -> anyhow::Error {
     match e {
-        mf_agent::AgentError::InvalidSetting(_) | mf_agent::AgentError::Busy(_) | mf_agent::AgentError::NotResumable { .. } => {
-            UsageError(e.to_string()).into()
-        }
+        mf_agent::AgentError::InvalidSetting(_) | mf_agent::AgentError::Busy(_) | mf_agent::AgentError::NotResumable { .. } => UsageError(e.to_string()).into(),
         e => e.into(),
     }
 }
@@ -484,10 +507,7 @@ pub async fn investigate(mut a: InvestigateArgs) -> anyhow::Result<()> {
                 path
             }
             None => {
-                return Err(UsageError(
-                    "no --model given and no default model in ./models (run `make setup` or `mf models download`)".into(),
-                )
-                .into());
+                return Err(UsageError("no --model given and no default model in ./models (run `make setup` or `mf models download`)".into()).into());
             }
         },
     };

@@ -78,10 +78,7 @@ pub struct UsageError(pub String);
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_env("MF_LOG"))
-        .with_writer(std::io::stderr)
-        .init();
+    tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_env("MF_LOG")).with_writer(std::io::stderr).init();
     match cli.command {
         Command::Plan(args) => match plan::run(&args) {
             Ok(()) => ExitCode::SUCCESS,

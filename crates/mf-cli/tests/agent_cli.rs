@@ -191,7 +191,22 @@ fn calibrate_runs_on_an_openai_server_and_stores_under_its_name() {
     let url = format!("http://127.0.0.1:{port}/v1");
     let worlds = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/agentic");
     let out = mf(
-        &["calibrate", "--openai", &url, "--model", "qwen/qwen3:8b", "--worlds", worlds, "--strategies", "v1", "--ratios", "0.75", "--route-len", "4", "--json"],
+        &[
+            "calibrate",
+            "--openai",
+            &url,
+            "--model",
+            "qwen/qwen3:8b",
+            "--worlds",
+            worlds,
+            "--strategies",
+            "v1",
+            "--ratios",
+            "0.75",
+            "--route-len",
+            "4",
+            "--json",
+        ],
         home.path(),
     );
     let stderr = String::from_utf8_lossy(&out.stderr);

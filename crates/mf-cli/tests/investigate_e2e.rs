@@ -91,11 +91,33 @@ fn investigate_stores_everything_and_sessions_list_show_resume_through_the_binar
     let t0 = std::time::Instant::now();
     let out = mf(
         &[
-            "investigate", QUESTION, "--system", SYSTEM, "--strategy", "v2", "--model", &model, "--ctx", "1024", "--reserve", "128", "--ratio", "0.9",
-            "--max-result-chars", "250", "--allow-host", &host, "--approve", "auto", "--safety-cap", "6", "--json",
+            "investigate",
+            QUESTION,
+            "--system",
+            SYSTEM,
+            "--strategy",
+            "v2",
+            "--model",
+            &model,
+            "--ctx",
+            "1024",
+            "--reserve",
+            "128",
+            "--ratio",
+            "0.9",
+            "--max-result-chars",
+            "250",
+            "--allow-host",
+            &host,
+            "--approve",
+            "auto",
+            "--safety-cap",
+            "6",
+            "--json",
             // Free-form calls, as this test was written: held by the grammar,
             // SmolLM2 repeats its first call here and the run ends before C fills.
-            "--tool-grammar", "false",
+            "--tool-grammar",
+            "false",
         ],
         home.path(),
     );
@@ -206,7 +228,8 @@ fn a_small_model_calls_an_mcp_servers_tool_end_to_end() {
     let Some(model) = model() else { return };
     let home = tempfile::tempdir().unwrap();
     let config = home.path().join("mcp.json");
-    std::fs::write(&config, serde_json::json!({"mcpServers": {"everything": {"command": mcp_server("mcp-server-everything"), "args": ["stdio"]}}}).to_string()).unwrap();
+    std::fs::write(&config, serde_json::json!({"mcpServers": {"everything": {"command": mcp_server("mcp-server-everything"), "args": ["stdio"]}}}).to_string())
+        .unwrap();
     let out = mf(
         &[
             "investigate",
@@ -230,7 +253,10 @@ fn a_small_model_calls_an_mcp_servers_tool_end_to_end() {
     let ev = events(&out);
     let started = of_type(&ev, "started")[0];
     assert!(started["tools"].as_array().unwrap().iter().any(|t| t == "everything__echo"), "the server's tools are offered: {started}");
-    let call = of_type(&ev, "tool_call").into_iter().find(|c| c["name"].as_str().unwrap().starts_with("everything__")).expect("the model called a tool of the MCP server");
+    let call = of_type(&ev, "tool_call")
+        .into_iter()
+        .find(|c| c["name"].as_str().unwrap().starts_with("everything__"))
+        .expect("the model called a tool of the MCP server");
     let asked = of_type(&ev, "approval_requested").into_iter().find(|a| a["call_id"] == call["call_id"]).expect("an MCP call asks");
     assert_eq!(asked["mcp"]["server"], "everything", "{asked}");
     assert!(asked["summary"].as_str().unwrap().starts_with("MCP server everything · tool "), "{asked}");

@@ -10,11 +10,8 @@ fn mf(args: &[&str]) -> Output {
 
 fn scenarios() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/compaction");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("scenarios dir")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(&dir).expect("scenarios dir").map(|e| e.expect("entry").path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect();
     files.sort();
     files
 }

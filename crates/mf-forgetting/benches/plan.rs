@@ -3,9 +3,9 @@
 //! each benchmark runs once, as a smoke test.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use mf_forgetting::{ApproxTokenCounter, Budget, KeywordOracle, Message, PlanConfig, StrategyKind, ToolCall, plan};
 use mf_forgetting::evaluator::ProbeEvaluator;
 use mf_forgetting::scenario::{Keyword, Probe, ProbeDimension};
+use mf_forgetting::{ApproxTokenCounter, Budget, KeywordOracle, Message, PlanConfig, StrategyKind, ToolCall, plan};
 use serde_json::json;
 
 fn main() {

@@ -3,8 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::ForgettingError;
-pub use crate::estimate::{estimate_after, mask_placeholder, summarizer_log};
 use crate::estimate::{Fit, plan_literals, summary_content, summary_message};
+pub use crate::estimate::{estimate_after, mask_placeholder, summarizer_log};
 use crate::literals::{self, Literal};
 use crate::message::{Message, MessageId, question_index};
 use crate::plan::{CompactionPlan, Decline, StrategyKind, Tier};
@@ -137,18 +137,9 @@ fn zone_tokens(messages: &[Message], counter: &dyn TokenCounter, pinned: usize, 
 /// strategy cannot get the history under its target, even after dropping
 /// anchors, shortening the summary and the literal list. A failing
 /// summariser is not an error (see the report's `fallback`).
-pub fn apply(
-    plan: &CompactionPlan,
-    messages: &[Message],
-    summarizer: &mut dyn Summarizer,
-    counter: &dyn TokenCounter,
-) -> Result<Compaction, ForgettingError> {
+pub fn apply(plan: &CompactionPlan, messages: &[Message], summarizer: &mut dyn Summarizer, counter: &dyn TokenCounter) -> Result<Compaction, ForgettingError> {
     if plan.messages.len() != messages.len() {
-        return Err(ForgettingError::PlanMismatch(format!(
-            "plan has {} messages, history {}",
-            plan.messages.len(),
-            messages.len()
-        )));
+        return Err(ForgettingError::PlanMismatch(format!("plan has {} messages, history {}", plan.messages.len(), messages.len())));
     }
     if let Some(mp) = plan.messages.iter().find(|mp| mp.id != messages[mp.index].id) {
         return Err(ForgettingError::PlanMismatch(format!("message {} is {:?} in the plan", mp.index, mp.id.0)));
@@ -197,12 +188,7 @@ pub fn apply(
         StrategyKind::None => (messages.to_vec(), before),
         StrategyKind::Baseline => {
             report.dropped = ids(Tier::Drop);
-            let kept: Vec<Message> = plan
-                .messages
-                .iter()
-                .filter(|mp| mp.tier != Tier::Drop)
-                .map(|mp| messages[mp.index].clone())
-                .collect();
+            let kept: Vec<Message> = plan.messages.iter().filter(|mp| mp.tier != Tier::Drop).map(|mp| messages[mp.index].clone()).collect();
             let first_kept_pinned = plan.messages[..z.pinned_end].iter().filter(|m| m.tier != Tier::Drop).count();
             let recent_from = kept.len() - recent.len();
             let t = zone_tokens(&kept, counter, first_kept_pinned, recent_from);
@@ -291,7 +277,8 @@ pub fn apply(
                 // literal list, which holds the values of every message.
                 let literals_first = relaxed && report.fallback.is_some() && !lits.is_empty();
                 if relaxed {
-                    let (kept, whole) = if literals_first { ("the literal list", build(&[], "", &lits)) } else { ("the summary", build(&[], &model_summary, &[])) };
+                    let (kept, whole) =
+                        if literals_first { ("the literal list", build(&[], "", &lits)) } else { ("the summary", build(&[], &model_summary, &[])) };
                     target = whole.1.total.clamp(threshold, hard);
                     report.notes.push(format!(
                         "target {target} tokens (at most C − G = {hard}), not the threshold {threshold}: the pinned and recent zones leave no room under it for {kept}"
@@ -315,12 +302,8 @@ pub fn apply(
                         let i = anchors.remove(k);
                         report.notes.push(format!("budget: anchor {} removed after summarising", messages[i].id));
                         extra_texts.push((i, messages[i].analysis_text()));
-                        let mut texts: Vec<(usize, String)> = plan
-                            .messages
-                            .iter()
-                            .filter(|mp| mp.tier.is_summarised())
-                            .map(|mp| (mp.index, messages[mp.index].analysis_text()))
-                            .collect();
+                        let mut texts: Vec<(usize, String)> =
+                            plan.messages.iter().filter(|mp| mp.tier.is_summarised()).map(|mp| (mp.index, messages[mp.index].analysis_text())).collect();
                         texts.extend(extra_texts.iter().cloned());
                         texts.sort_by_key(|(i, _)| *i);
                         lits = literals::extract(texts.iter().map(|(i, s)| (*i, s.as_str())), plan.config.literals);
@@ -358,10 +341,7 @@ pub fn apply(
     // threshold a summary plus its anchors and literals can outgrow what it
     // replaces, and forgetting for nothing loses information for no tokens.
     let (out, after) = if out != messages && after.total >= before.total {
-        let why = format!(
-            "the compacted history would be {} tokens, not fewer than the {} before: the history is kept as it was",
-            after.total, before.total
-        );
+        let why = format!("the compacted history would be {} tokens, not fewer than the {} before: the history is kept as it was", after.total, before.total);
         report.notes.push(format!("not applied: {why}"));
         report.kept_original = Some(why);
         report.verbatim.clear();

@@ -31,12 +31,7 @@ pub struct Budget {
 
 impl Default for Budget {
     fn default() -> Self {
-        Budget {
-            context: DEFAULT_CONTEXT,
-            reserve: DEFAULT_RESERVE,
-            ratio: DEFAULT_RATIO,
-            recent: DEFAULT_RECENT,
-        }
+        Budget { context: DEFAULT_CONTEXT, reserve: DEFAULT_RESERVE, ratio: DEFAULT_RATIO, recent: DEFAULT_RECENT }
     }
 }
 
@@ -54,21 +49,13 @@ impl Budget {
     /// would be zero tokens.
     pub fn validate(&self) -> Result<(), ForgettingError> {
         if self.reserve >= self.context {
-            return Err(ForgettingError::InvalidBudget(format!(
-                "reserve G = {} must be below context C = {}",
-                self.reserve, self.context
-            )));
+            return Err(ForgettingError::InvalidBudget(format!("reserve G = {} must be below context C = {}", self.reserve, self.context)));
         }
         if !self.ratio.is_finite() || self.ratio <= 0.0 || self.ratio > 1.0 {
-            return Err(ForgettingError::InvalidBudget(format!(
-                "ratio = {} must be in (0, 1]",
-                self.ratio
-            )));
+            return Err(ForgettingError::InvalidBudget(format!("ratio = {} must be in (0, 1]", self.ratio)));
         }
         if self.threshold() == 0 {
-            return Err(ForgettingError::InvalidBudget(
-                "ratio · (C − G) rounds to 0 tokens".to_owned(),
-            ));
+            return Err(ForgettingError::InvalidBudget("ratio · (C − G) rounds to 0 tokens".to_owned()));
         }
         Ok(())
     }

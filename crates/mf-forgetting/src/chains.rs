@@ -91,10 +91,7 @@ pub fn hop_links(messages: &[Message], chains: &[Option<usize>], question: &str)
         for c in &m.tool_calls {
             argument_values(&c.arguments, &mut values);
         }
-        let values: Vec<String> = values
-            .into_iter()
-            .filter(|v| v.chars().count() >= 3 && !q.contains(&v.to_lowercase()))
-            .collect();
+        let values: Vec<String> = values.into_iter().filter(|v| v.chars().count() >= 3 && !q.contains(&v.to_lowercase())).collect();
         if values.is_empty() {
             continue;
         }
@@ -152,11 +149,7 @@ mod tests {
 
     #[test]
     fn orphan_tool_results_are_their_own_unit() {
-        let h = vec![
-            Message::user("q", "q"),
-            Message::assistant("a", "a"),
-            Message::tool_result("t", "nope", "get", "r"),
-        ];
+        let h = vec![Message::user("q", "q"), Message::assistant("a", "a"), Message::tool_result("t", "nope", "get", "r")];
         assert_eq!(unit_heads(&h), vec![0, 1, 2]);
     }
 

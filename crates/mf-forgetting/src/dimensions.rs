@@ -38,14 +38,8 @@ pub enum Dimension {
 
 impl Dimension {
     /// All six, in a fixed order.
-    pub const ALL: [Dimension; 6] = [
-        Dimension::Data,
-        Dimension::Causal,
-        Dimension::TaskReference,
-        Dimension::Entity,
-        Dimension::Temporal,
-        Dimension::Structural,
-    ];
+    pub const ALL: [Dimension; 6] =
+        [Dimension::Data, Dimension::Causal, Dimension::TaskReference, Dimension::Entity, Dimension::Temporal, Dimension::Structural];
 
     /// Position in [`Dimension::ALL`].
     pub fn index(self) -> usize {
@@ -102,37 +96,40 @@ fn re(pattern: &str) -> Regex {
 
 static NUMBER: LazyLock<Regex> = LazyLock::new(|| re(r"\d+(?:[.,:]\d+)*"));
 static CAUSAL: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?i)\b(?:because|caused|causes|cause|due to|therefore|thus|hence|as a result|result(?:ed|s)? in|lead(?:s)? to|led to|so that|root cause|triggered|triggers|consequently|which means|explains|since the|owing to|broke|fixed by|the reason)\b")
+    re(
+        r"(?i)\b(?:because|caused|causes|cause|due to|therefore|thus|hence|as a result|result(?:ed|s)? in|lead(?:s)? to|led to|so that|root cause|triggered|triggers|consequently|which means|explains|since the|owing to|broke|fixed by|the reason)\b",
+    )
 });
 static WORD: LazyLock<Regex> = LazyLock::new(|| re(r"[A-Za-z][A-Za-z0-9_\-']*"));
 static PROPER: LazyLock<Regex> = LazyLock::new(|| re(r"[^.!?\s]\s+([A-Z][a-z]+(?:\s[A-Z][a-z]+)*)"));
 static IDENT: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"\b(?:[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z]+(?:[A-Z][a-z0-9]+)+|[A-Z]{2,}[0-9]*|[a-z][a-z0-9]*(?:-[a-z0-9]+)*-\d+[a-z0-9]*|[A-Z]{2,10}-\d+|#\d+|[0-9a-f]{7,40})\b")
+    re(
+        r"\b(?:[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z]+(?:[A-Z][a-z0-9]+)+|[A-Z]{2,}[0-9]*|[a-z][a-z0-9]*(?:-[a-z0-9]+)*-\d+[a-z0-9]*|[A-Z]{2,10}-\d+|#\d+|[0-9a-f]{7,40})\b",
+    )
 });
 static TEMPORAL: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?i)\b(?:\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}|yesterday|today|tomorrow|before|after|then|earlier|later|first|second|third|finally|afterwards|previously|subsequently|meanwhile|since|until|monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|june|july|august|september|october|november|december|\d+(?:st|nd|rd|th)|timeline|sequence|chronolog\w*|o'clock|utc|ago|step \d+)\b")
+    re(
+        r"(?i)\b(?:\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}|yesterday|today|tomorrow|before|after|then|earlier|later|first|second|third|finally|afterwards|previously|subsequently|meanwhile|since|until|monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|june|july|august|september|october|november|december|\d+(?:st|nd|rd|th)|timeline|sequence|chronolog\w*|o'clock|utc|ago|step \d+)\b",
+    )
 });
 static STRUCTURAL: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?i)(?:\b(?:schema|table|column|field|foreign key|primary key|depends on|dependency|dependencies|parent|child|children|references|belongs to|owned by|owns|owner|relationship|relation|join|joins|imports|inherits|extends|contains|member of|maps to|points to|upstream|downstream|linked to|calls)\b|->|→|=>)")
+    re(
+        r"(?i)(?:\b(?:schema|table|column|field|foreign key|primary key|depends on|dependency|dependencies|parent|child|children|references|belongs to|owned by|owns|owner|relationship|relation|join|joins|imports|inherits|extends|contains|member of|maps to|points to|upstream|downstream|linked to|calls)\b|->|→|=>)",
+    )
 });
 
 const STOPWORDS: &[&str] = &[
-    "the", "and", "for", "are", "was", "were", "what", "which", "who", "whom", "whose", "when", "where",
-    "why", "how", "did", "does", "that", "this", "these", "those", "with", "from", "into", "onto", "our",
-    "your", "their", "there", "here", "have", "has", "had", "been", "being", "can", "could", "should",
-    "would", "will", "shall", "may", "might", "must", "not", "but", "any", "all", "each", "some", "about",
-    "than", "then", "them", "they", "its", "it's", "you", "please", "find", "tell", "show", "give",
-    "out", "get", "got", "one", "also", "just", "only", "very", "much", "many", "more", "most", "such",
-    "over", "under", "after", "before", "between", "during", "yes", "now", "is", "be", "of", "to", "in",
-    "on", "at", "by", "or", "an", "a", "we", "i", "me", "my", "us", "do",
+    "the", "and", "for", "are", "was", "were", "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "did", "does", "that", "this", "these",
+    "those", "with", "from", "into", "onto", "our", "your", "their", "there", "here", "have", "has", "had", "been", "being", "can", "could", "should", "would",
+    "will", "shall", "may", "might", "must", "not", "but", "any", "all", "each", "some", "about", "than", "then", "them", "they", "its", "it's", "you",
+    "please", "find", "tell", "show", "give", "out", "get", "got", "one", "also", "just", "only", "very", "much", "many", "more", "most", "such", "over",
+    "under", "after", "before", "between", "during", "yes", "now", "is", "be", "of", "to", "in", "on", "at", "by", "or", "an", "a", "we", "i", "me", "my",
+    "us", "do",
 ];
 
 /// Content words of a text: lower-cased words of 3+ characters, not stopwords.
 pub fn content_words(text: &str) -> BTreeSet<String> {
-    WORD.find_iter(text)
-        .map(|m| m.as_str().to_lowercase())
-        .filter(|w| w.len() >= 3 && !STOPWORDS.contains(&w.as_str()))
-        .collect()
+    WORD.find_iter(text).map(|m| m.as_str().to_lowercase()).filter(|w| w.len() >= 3 && !STOPWORDS.contains(&w.as_str())).collect()
 }
 
 fn saturate(hits: usize, at: usize) -> f64 {

@@ -45,9 +45,7 @@ pub enum ForgettingError {
     #[error("the plan does not match this history: {0}")]
     PlanMismatch(String),
     /// After compaction the history is still over its target.
-    #[error(
-        "budget not restored: {tokens} tokens after compaction, target {threshold} ({messages} messages left)"
-    )]
+    #[error("budget not restored: {tokens} tokens after compaction, target {threshold} ({messages} messages left)")]
     BudgetNotRestored {
         /// Tokens of the compacted history.
         tokens: usize,
@@ -78,9 +76,7 @@ impl ForgettingError {
             | ForgettingError::InvalidConversation { .. }
             | ForgettingError::Parse { .. }
             | ForgettingError::PlanMismatch(_) => true,
-            ForgettingError::BudgetNotRestored { .. }
-            | ForgettingError::Summarizer(_)
-            | ForgettingError::Evaluator(_) => false,
+            ForgettingError::BudgetNotRestored { .. } | ForgettingError::Summarizer(_) | ForgettingError::Evaluator(_) => false,
         }
     }
 }

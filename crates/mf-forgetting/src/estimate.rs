@@ -63,21 +63,13 @@ fn shrink_for(tier: Tier, plan: &CompactionPlan) -> Option<Shrink> {
 
 /// The log the summariser reads: one shrunk entry per summarised message.
 pub fn summarizer_log(plan: &CompactionPlan, messages: &[Message]) -> String {
-    plan.messages
-        .iter()
-        .filter_map(|mp| shrink_for(mp.tier, plan).map(|s| shrink(&messages[mp.index], s)))
-        .collect::<Vec<_>>()
-        .join("\n")
+    plan.messages.iter().filter_map(|mp| shrink_for(mp.tier, plan).map(|s| shrink(&messages[mp.index], s))).collect::<Vec<_>>().join("\n")
 }
 
 /// The literals of every summarised message, bounded by the plan's limits.
 pub(crate) fn plan_literals(plan: &CompactionPlan, messages: &[Message]) -> Vec<Literal> {
-    let texts: Vec<(usize, String)> = plan
-        .messages
-        .iter()
-        .filter(|mp| mp.tier.is_summarised())
-        .map(|mp| (mp.index, messages[mp.index].analysis_text()))
-        .collect();
+    let texts: Vec<(usize, String)> =
+        plan.messages.iter().filter(|mp| mp.tier.is_summarised()).map(|mp| (mp.index, messages[mp.index].analysis_text())).collect();
     literals::extract(texts.iter().map(|(i, t)| (*i, t.as_str())), plan.config.literals)
 }
 
@@ -92,13 +84,7 @@ fn anchor_text(m: &Message) -> String {
 const SUMMARY_MARKER: &str = "\nSummary:\n";
 
 /// The content of the summary message.
-pub(crate) fn summary_content(
-    plan: &CompactionPlan,
-    messages: &[Message],
-    anchors: &[usize],
-    model_summary: &str,
-    literals: &[Literal],
-) -> String {
+pub(crate) fn summary_content(plan: &CompactionPlan, messages: &[Message], anchors: &[usize], model_summary: &str, literals: &[Literal]) -> String {
     let range = plan.zones.compressible();
     let first = messages.get(range.start).map(|m| m.id.0.as_str()).unwrap_or("");
     let last = messages.get(range.end.saturating_sub(1)).map(|m| m.id.0.as_str()).unwrap_or("");
@@ -145,11 +131,7 @@ fn text_tokens(counter: &dyn TokenCounter, text: &str) -> usize {
 
 /// Tokens of the messages a plan keeps outside the compressible zone.
 fn kept_tokens(plan: &CompactionPlan) -> usize {
-    plan.messages
-        .iter()
-        .filter(|mp| mp.zone != Zone::Compressible && mp.tier == Tier::Keep)
-        .map(|mp| mp.tokens)
-        .sum()
+    plan.messages.iter().filter(|mp| mp.zone != Zone::Compressible && mp.tier == Tier::Keep).map(|mp| mp.tokens).sum()
 }
 
 /// What a summarising plan's result costs, apart from the model summary,
@@ -246,8 +228,7 @@ impl Fit {
     pub fn settle(&self, plan: &mut CompactionPlan) {
         plan.summary_limit = self.limit(plan.config.sampling.max_tokens);
         plan.estimated_tokens_after = self.estimate(plan.summary_limit);
-        plan.declined = (!self.feasible() && !self.over_threshold)
-            .then_some(Decline::WouldNotShrink { tokens_before: self.before, least_after: self.least() });
+        plan.declined = (!self.feasible() && !self.over_threshold).then_some(Decline::WouldNotShrink { tokens_before: self.before, least_after: self.least() });
     }
 }
 

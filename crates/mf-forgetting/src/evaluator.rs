@@ -54,23 +54,14 @@ impl KeywordOracle {
 impl ProbeEvaluator for KeywordOracle {
     fn perf(&mut self, context: &[Message]) -> Result<f64, ForgettingError> {
         if self.probes.is_empty() {
-            return Err(ForgettingError::Evaluator(
-                "the keyword oracle needs probes; Δ needs a model or probes".to_owned(),
-            ));
+            return Err(ForgettingError::Evaluator("the keyword oracle needs probes; Δ needs a model or probes".to_owned()));
         }
         let text: String = context.iter().map(|m| m.analysis_text()).collect::<Vec<_>>().join("\n");
-        let total: u32 = self
-            .probes
-            .iter()
-            .map(|p| u32::from(keyword_score(&text, &p.required, &p.partial)))
-            .sum();
+        let total: u32 = self.probes.iter().map(|p| u32::from(keyword_score(&text, &p.required, &p.partial))).sum();
         Ok(f64::from(total) / self.probes.len() as f64)
     }
 
     fn describe(&self) -> String {
-        format!(
-            "offline keyword-oracle proxy over {} probes (measures keyword presence, not a model's answer)",
-            self.probes.len()
-        )
+        format!("offline keyword-oracle proxy over {} probes (measures keyword presence, not a model's answer)", self.probes.len())
     }
 }

@@ -28,12 +28,7 @@ pub struct ExitConfig {
 
 impl Default for ExitConfig {
     fn default() -> Self {
-        ExitConfig {
-            max_consecutive_errors: 3,
-            exhaustion_messages: 4,
-            min_freed_fraction: 0.10,
-            max_compactions_without_progress: 2,
-        }
+        ExitConfig { max_consecutive_errors: 3, exhaustion_messages: 4, min_freed_fraction: 0.10, max_compactions_without_progress: 2 }
     }
 }
 
@@ -162,17 +157,9 @@ impl ExitMonitor {
             ExitEvent::Compaction { tokens_before, tokens_after, threshold, messages_after } => {
                 self.compactions_since_result += 1;
                 if tokens_after > threshold && *messages_after <= self.config.exhaustion_messages {
-                    return Some(ExitReason::ContextExhausted {
-                        tokens: *tokens_after,
-                        threshold: *threshold,
-                        messages: *messages_after,
-                    });
+                    return Some(ExitReason::ContextExhausted { tokens: *tokens_after, threshold: *threshold, messages: *messages_after });
                 }
-                let freed = if *tokens_before == 0 {
-                    0.0
-                } else {
-                    (*tokens_before as f64 - *tokens_after as f64) / *tokens_before as f64
-                };
+                let freed = if *tokens_before == 0 { 0.0 } else { (*tokens_before as f64 - *tokens_after as f64) / *tokens_before as f64 };
                 // Freeing little is a dead end only when the history is still
                 // over the threshold (the next round would compact again, for
                 // as little). Under it, the loop goes on: the next results
@@ -228,10 +215,7 @@ mod tests {
     #[test]
     fn exhaustion_needs_few_messages_and_over_threshold() {
         let mut m = ExitMonitor::new(ExitConfig::default());
-        assert_eq!(
-            m.observe(&compaction(300, 150, 4)),
-            Some(ExitReason::ContextExhausted { tokens: 150, threshold: 100, messages: 4 })
-        );
+        assert_eq!(m.observe(&compaction(300, 150, 4)), Some(ExitReason::ContextExhausted { tokens: 150, threshold: 100, messages: 4 }));
         let mut m = ExitMonitor::new(ExitConfig::default());
         assert_eq!(m.observe(&compaction(300, 150, 5)), None, "over, but 5 messages: compaction may still help");
     }

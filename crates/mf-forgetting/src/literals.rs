@@ -92,7 +92,13 @@ static PATTERNS: LazyLock<Vec<(LiteralKind, Regex, usize)>> = LazyLock::new(|| {
         (DateTime, re(r"\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.? \d{1,2}(?:, \d{4})?\b"), 0),
         (Quantity, re(r"[$€£]\s?\d[\d,]*(?:\.\d+)?(?:\s?[kKmM]\b)?"), 0),
         (Quantity, re(r"\b\d[\d,]*(?:\.\d+)?\s?%"), 0),
-        (Quantity, re(r"\b\d[\d,]*(?:\.\d+)?\s?(?:ms|µs|us|ns|s|sec|secs|seconds?|min|mins|minutes?|h|hrs?|hours?|days?|weeks?|KB|MB|GB|TB|KiB|MiB|GiB|TiB|kB|B|bytes?|tok/s|tokens?|req/s|rps|qps|°C|°F|x|USD|EUR|GBP|rows?|requests?|errors?|users?|items?|orders?|retries|attempts?)\b"), 0),
+        (
+            Quantity,
+            re(
+                r"\b\d[\d,]*(?:\.\d+)?\s?(?:ms|µs|us|ns|s|sec|secs|seconds?|min|mins|minutes?|h|hrs?|hours?|days?|weeks?|KB|MB|GB|TB|KiB|MiB|GiB|TiB|kB|B|bytes?|tok/s|tokens?|req/s|rps|qps|°C|°F|x|USD|EUR|GBP|rows?|requests?|errors?|users?|items?|orders?|retries|attempts?)\b",
+            ),
+            0,
+        ),
         (Version, re(r"\bv?\d+\.\d+\.\d+(?:[-+][A-Za-z0-9.]+)?\b"), 0),
         (Version, re(r"\bv\d+(?:\.\d+)?\b"), 0),
         (Reference, re(r"#\d+\b"), 0),
@@ -125,9 +131,7 @@ struct Candidate {
 fn trim_literal(kind: LiteralKind, s: &str) -> &str {
     let s = s.trim();
     match kind {
-        LiteralKind::Url | LiteralKind::Error | LiteralKind::Path => {
-            s.trim_end_matches(['.', ',', ';', ':', '"', '\'', ')'])
-        }
+        LiteralKind::Url | LiteralKind::Error | LiteralKind::Path => s.trim_end_matches(['.', ',', ';', ':', '"', '\'', ')']),
         _ => s,
     }
 }
@@ -146,10 +150,7 @@ pub fn extract_from_text(text: &str) -> Vec<(LiteralKind, String)> {
                         continue;
                     }
                 }
-                if *kind == LiteralKind::HexId
-                    && !m.as_str().starts_with("0x")
-                    && !m.as_str().bytes().any(|b| b.is_ascii_digit())
-                {
+                if *kind == LiteralKind::HexId && !m.as_str().starts_with("0x") && !m.as_str().bytes().any(|b| b.is_ascii_digit()) {
                     continue;
                 }
                 cands.push(Candidate { kind: *kind, start: m.start(), end: m.end() });
@@ -158,12 +159,7 @@ pub fn extract_from_text(text: &str) -> Vec<(LiteralKind, String)> {
     }
     // Longest span first; at equal span the higher-priority kind. Then drop
     // any candidate that overlaps an accepted one.
-    cands.sort_by(|a, b| {
-        (b.end - b.start)
-            .cmp(&(a.end - a.start))
-            .then(a.kind.cmp(&b.kind))
-            .then(a.start.cmp(&b.start))
-    });
+    cands.sort_by(|a, b| (b.end - b.start).cmp(&(a.end - a.start)).then(a.kind.cmp(&b.kind)).then(a.start.cmp(&b.start)));
     let mut accepted: Vec<Candidate> = Vec::new();
     for c in cands {
         if accepted.iter().all(|a| c.end <= a.start || c.start >= a.end) {

@@ -217,12 +217,7 @@ impl Message {
 
     /// Number of characters of [`Message::analysis_text`], cheaply.
     pub fn text_chars(&self) -> usize {
-        self.content.chars().count()
-            + self
-                .tool_calls
-                .iter()
-                .map(|c| c.name.chars().count() + c.arguments.to_string().chars().count() + 1)
-                .sum::<usize>()
+        self.content.chars().count() + self.tool_calls.iter().map(|c| c.name.chars().count() + c.arguments.to_string().chars().count() + 1).sum::<usize>()
     }
 }
 
@@ -237,9 +232,7 @@ pub fn assign_default_ids(messages: &mut [Message]) {
 
 /// Index of the original question: the first (non-summary) user message.
 pub fn question_index(messages: &[Message]) -> Option<usize> {
-    messages
-        .iter()
-        .position(|m| m.role == Role::User && !m.summary)
+    messages.iter().position(|m| m.role == Role::User && !m.summary)
 }
 
 /// A JSON value rendered with object keys sorted at every level, so that two
@@ -302,14 +295,9 @@ mod tests {
 
     #[test]
     fn parses_format_message_objects_and_rejects_unknown_fields() {
-        let m: Message = serde_json::from_str(
-            r#"{"role":"tool","tool_call_id":"call_2","name":"http_get","content":"x","is_error":true}"#,
-        )
-        .unwrap();
+        let m: Message = serde_json::from_str(r#"{"role":"tool","tool_call_id":"call_2","name":"http_get","content":"x","is_error":true}"#).unwrap();
         assert_eq!(m.kind(), MessageKind::ToolError);
-        let err = serde_json::from_str::<Message>(r#"{"role":"user","content":"x","colour":1}"#)
-            .unwrap_err()
-            .to_string();
+        let err = serde_json::from_str::<Message>(r#"{"role":"user","content":"x","colour":1}"#).unwrap_err().to_string();
         assert!(err.contains("unknown field `colour`"), "{err}");
     }
 

@@ -37,14 +37,8 @@ pub enum StrategyKind {
 
 impl StrategyKind {
     /// All strategies, in the order of the command line help.
-    pub const ALL: [StrategyKind; 6] = [
-        StrategyKind::None,
-        StrategyKind::Baseline,
-        StrategyKind::Masking,
-        StrategyKind::V1,
-        StrategyKind::V2,
-        StrategyKind::V21,
-    ];
+    pub const ALL: [StrategyKind; 6] =
+        [StrategyKind::None, StrategyKind::Baseline, StrategyKind::Masking, StrategyKind::V1, StrategyKind::V2, StrategyKind::V21];
 
     /// The name on the command line and in files.
     pub fn as_str(self) -> &'static str {
@@ -73,13 +67,10 @@ impl std::fmt::Display for StrategyKind {
 impl std::str::FromStr for StrategyKind {
     type Err = ForgettingError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        StrategyKind::ALL
-            .into_iter()
-            .find(|k| k.as_str() == s)
-            .ok_or_else(|| ForgettingError::InvalidSetting {
-                name: "strategy",
-                reason: format!("unknown strategy {s:?} ({})", StrategyKind::ALL.map(StrategyKind::as_str).join(", ")),
-            })
+        StrategyKind::ALL.into_iter().find(|k| k.as_str() == s).ok_or_else(|| ForgettingError::InvalidSetting {
+            name: "strategy",
+            reason: format!("unknown strategy {s:?} ({})", StrategyKind::ALL.map(StrategyKind::as_str).join(", ")),
+        })
     }
 }
 
@@ -381,10 +372,7 @@ impl PlanConfig {
             return bad("drop_epsilon", format!("{} must be ≥ 0", self.drop_epsilon));
         }
         if self.withholding_budget == 1 {
-            return bad(
-                "withholding_budget",
-                "1 leaves no evaluation after the full context's: use 0 (exact, one per unit) or at least 2".to_owned(),
-            );
+            return bad("withholding_budget", "1 leaves no evaluation after the full context's: use 0 (exact, one per unit) or at least 2".to_owned());
         }
         if self.fallback_chars == 0 {
             return bad("fallback_chars", "must be at least 1".to_owned());

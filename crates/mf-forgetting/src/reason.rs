@@ -181,9 +181,7 @@ impl fmt::Display for Reason {
             Reason::Recent => f.write_str("recent: kept verbatim"),
             Reason::NoneControl => f.write_str("none: control arm, nothing changes"),
             Reason::BaselineFirst => f.write_str("baseline: the first message is kept"),
-            Reason::BaselineTruncated => {
-                f.write_str("baseline: hard truncation drops everything but the first and the recent messages")
-            }
+            Reason::BaselineTruncated => f.write_str("baseline: hard truncation drops everything but the first and the recent messages"),
             Reason::MaskOlder { keep_last } => write!(f, "masking: older than the last {keep_last} tool outputs → placeholder"),
             Reason::MaskInWindow => f.write_str("masking: inside the window of recent tool outputs"),
             Reason::MaskNotOutput => f.write_str("masking: not a tool output, kept"),
@@ -314,9 +312,6 @@ mod tests {
             chain: Some(2),
             block: Some(3),
         };
-        assert_eq!(
-            r.to_string(),
-            "Δ=0.500 ≥ 0.50·max 1.000 → verbatim (chain c2 as one unit) (Δ of a block of 3 units withheld together)"
-        );
+        assert_eq!(r.to_string(), "Δ=0.500 ≥ 0.50·max 1.000 → verbatim (chain c2 as one unit) (Δ of a block of 3 units withheld together)");
     }
 }

@@ -60,9 +60,7 @@ impl Keyword {
 
     /// Case-insensitive substring match of any variant.
     pub fn matches(&self, text_lower: &str) -> bool {
-        self.variants()
-            .iter()
-            .any(|v| !v.is_empty() && text_lower.contains(&v.to_lowercase()))
+        self.variants().iter().any(|v| !v.is_empty() && text_lower.contains(&v.to_lowercase()))
     }
 }
 
@@ -142,9 +140,7 @@ impl Scenario {
     /// # Errors
     /// The first problem found, naming its field.
     pub fn validate(&self) -> Result<(), ForgettingError> {
-        let bad = |field: String, reason: &str| {
-            Err(ForgettingError::InvalidConversation { field, reason: reason.to_owned() })
-        };
+        let bad = |field: String, reason: &str| Err(ForgettingError::InvalidConversation { field, reason: reason.to_owned() });
         if self.id.trim().is_empty() {
             return bad("id".into(), "must not be empty");
         }
@@ -220,10 +216,7 @@ pub fn validate_messages(messages: &[Message]) -> Result<(), ForgettingError> {
         if let Some(id) = &m.tool_call_id
             && !calls.contains(id.as_str())
         {
-            return bad(
-                format!("messages[{i}].tool_call_id"),
-                format!("{id:?} does not name a call of an earlier assistant message"),
-            );
+            return bad(format!("messages[{i}].tool_call_id"), format!("{id:?} does not name a call of an earlier assistant message"));
         }
     }
     Ok(())
@@ -279,26 +272,15 @@ mod tests {
                 r#"[{"role":"user","content":"q"},{"role":"tool","tool_call_id":"call_9","content":"x"}]"#,
                 "messages[1].tool_call_id: \"call_9\" does not name a call",
             ),
-            (
-                r#"[{"role":"user","content":"q","is_error":true}]"#,
-                "messages[0].is_error",
-            ),
-            (
-                r#"[{"role":"user","content":"q","tool_calls":[{"id":"a","name":"n","arguments":{}}]}]"#,
-                "messages[0].tool_calls",
-            ),
-            (
-                r#"[{"id":"x","role":"user","content":"q"},{"id":"x","role":"assistant","content":"a"}]"#,
-                "messages[1].id: duplicate",
-            ),
+            (r#"[{"role":"user","content":"q","is_error":true}]"#, "messages[0].is_error"),
+            (r#"[{"role":"user","content":"q","tool_calls":[{"id":"a","name":"n","arguments":{}}]}]"#, "messages[0].tool_calls"),
+            (r#"[{"id":"x","role":"user","content":"q"},{"id":"x","role":"assistant","content":"a"}]"#, "messages[1].id: duplicate"),
         ];
         for (msgs, want) in cases {
             let e = Scenario::parse(&with_messages(msgs)).unwrap_err().to_string();
             assert!(e.contains(want), "{msgs}: {e}");
         }
-        let e = Scenario::parse(&GOOD.replace("\"required\": [[\"4817\", \"#4817\"]]", "\"required\": []"))
-            .unwrap_err()
-            .to_string();
+        let e = Scenario::parse(&GOOD.replace("\"required\": [[\"4817\", \"#4817\"]]", "\"required\": []")).unwrap_err().to_string();
         assert!(e.contains("probes[0].required"), "{e}");
     }
 

@@ -90,8 +90,7 @@ fn re(pattern: &str) -> Regex {
 }
 
 static THINK_BLOCK: LazyLock<Regex> = LazyLock::new(|| re(r"(?s)<think>.*?</think>"));
-static ERROR_TYPE: LazyLock<Regex> =
-    LazyLock::new(|| re(r"\b[A-Z][A-Za-z0-9]*(?:Error|Exception|Fault)\b|\bE[A-Z]{4,}\b"));
+static ERROR_TYPE: LazyLock<Regex> = LazyLock::new(|| re(r"\b[A-Z][A-Za-z0-9]*(?:Error|Exception|Fault)\b|\bE[A-Z]{4,}\b"));
 static HTTP_STATUS: LazyLock<Regex> = LazyLock::new(|| re(r"\b(?:HTTP|status)[ :=/]*(?:1\.[01] )?([45]\d\d)\b"));
 
 /// Cleans a model summary; `Err(reason)` when it is garbage and the
@@ -225,12 +224,7 @@ pub fn error_type(content: &str) -> String {
 /// A summary message's content without its header line
 /// (`[Summary of the prior investigation: …]`) and the `Summary:` marker.
 fn summary_body(content: &str) -> String {
-    content
-        .trim()
-        .lines()
-        .filter(|l| !(l.starts_with("[Summary of the prior investigation") || l.trim() == "Summary:"))
-        .collect::<Vec<_>>()
-        .join("\n")
+    content.trim().lines().filter(|l| !(l.starts_with("[Summary of the prior investigation") || l.trim() == "Summary:")).collect::<Vec<_>>().join("\n")
 }
 
 /// A log line's label: `[m4 tool-result http_get]`.
@@ -258,16 +252,8 @@ pub fn shrink(m: &Message, how: Shrink) -> String {
     let body = match (m.kind(), how) {
         (MessageKind::ToolError, _) => format!("error: {}", error_type(&m.content)),
         (MessageKind::ToolCall, _) => {
-            let calls: Vec<String> = m
-                .tool_calls
-                .iter()
-                .map(|c| format!("{} {}", c.name, crate::message::canonical_json(&c.arguments)))
-                .collect();
-            let text = if m.content.trim().is_empty() {
-                calls.join("; ")
-            } else {
-                format!("{} → {}", m.content.trim(), calls.join("; "))
-            };
+            let calls: Vec<String> = m.tool_calls.iter().map(|c| format!("{} {}", c.name, crate::message::canonical_json(&c.arguments))).collect();
+            let text = if m.content.trim().is_empty() { calls.join("; ") } else { format!("{} → {}", m.content.trim(), calls.join("; ")) };
             match how {
                 Shrink::Chars(n) => cut_chars(&text, n),
                 Shrink::Heavy => cut_chars(&text, 160),
@@ -311,10 +297,7 @@ mod tests {
         let part = format!("- edge-gateway owned by team-edge\n{}", &SUMMARY_SYSTEM_PROMPT[..120]);
         assert_eq!(clean_summary(&part), Err("summary repeats its instructions".to_owned()));
         assert!(clean_summary("- kept every number: 4,812 failed requests in eu-west").is_ok(), "a few shared words are not an echo");
-        assert_eq!(
-            clean_summary("<think>hm</think>\n- build 4817 broke checkout\n").as_deref(),
-            Ok("- build 4817 broke checkout")
-        );
+        assert_eq!(clean_summary("<think>hm</think>\n- build 4817 broke checkout\n").as_deref(), Ok("- build 4817 broke checkout"));
     }
 
     #[test]
@@ -323,9 +306,19 @@ mod tests {
         let call = |id: &str, url: &str| ToolCall { id: id.into(), name: "http".into(), arguments: serde_json::json!({ "url": url }) };
         let msgs = [
             Message::assistant_calls("a1", "", vec![call("c1", "http://127.0.0.1:18940/outage/OUT-318.json")]),
-            Message::tool_result("t1", "c1", "http", "HTTP 200 http://127.0.0.1:18940/outage/OUT-318.json\n{\"commander\": \"Ines Duarte\", \"started\": \"2026-03-14 02:10 UTC\", \"endpoints\": 4812}"),
+            Message::tool_result(
+                "t1",
+                "c1",
+                "http",
+                "HTTP 200 http://127.0.0.1:18940/outage/OUT-318.json\n{\"commander\": \"Ines Duarte\", \"started\": \"2026-03-14 02:10 UTC\", \"endpoints\": 4812}",
+            ),
             Message::assistant_calls("a2", "", vec![call("c2", "http://127.0.0.1:18940/certs/7F3A91.json")]),
-            Message::tool_result("t2", "c2", "http", "HTTP 200 http://127.0.0.1:18940/certs/7F3A91.json\n{\"host\": \"idp-edge-03\", \"error\": \"CERT_HAS_EXPIRED\"}"),
+            Message::tool_result(
+                "t2",
+                "c2",
+                "http",
+                "HTTP 200 http://127.0.0.1:18940/certs/7F3A91.json\n{\"host\": \"idp-edge-03\", \"error\": \"CERT_HAS_EXPIRED\"}",
+            ),
         ];
         let refs: Vec<&Message> = msgs.iter().collect();
         let v = informative_values(&refs);

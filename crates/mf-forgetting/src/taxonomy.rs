@@ -84,11 +84,36 @@ fn re(pattern: &str) -> Regex {
 static Q_PATTERNS: LazyLock<Vec<(ProblemClass, Regex)>> = LazyLock::new(|| {
     use ProblemClass::*;
     vec![
-        (Contradiction, re(r"(?i)\b(?:conflict\w*|contradict\w*|disagree\w*|inconsisten\w*|discrepan\w*|mismatch\w*|differ\w*|reconcile|versus|vs\.?|which (?:one |source |figure |number )?is (?:right|correct|true)|both (?:say|report|claim))\b")),
-        (Temporal, re(r"(?i)\b(?:when|what time|timeline|sequence|in what order|order of events|chronolog\w*|before|after|first|last time|how long|since when|what happened (?:first|next|last))\b")),
-        (Aggregation, re(r"(?i)\b(?:how many|how much|total\w*|sum|count|average|mean|overall|in all|altogether|combined|across all|per (?:day|hour|region|service|team|user)|each of)\b")),
-        (MultiHop, re(r"(?i)\b(?:whose|who owns|owner of|owned by|trace|chain|upstream|downstream|depends on|via|through which|that (?:serves|owns|runs|calls)|of the (?:team|service|host|user) that)\b")),
-        (Exploratory, re(r"(?i)\b(?:investigate|explore|figure out|find out|look into|what'?s wrong|why (?:is|does|did|are)|debug|diagnose|any idea|what happened|root cause|broken|failing)\b")),
+        (
+            Contradiction,
+            re(
+                r"(?i)\b(?:conflict\w*|contradict\w*|disagree\w*|inconsisten\w*|discrepan\w*|mismatch\w*|differ\w*|reconcile|versus|vs\.?|which (?:one |source |figure |number )?is (?:right|correct|true)|both (?:say|report|claim))\b",
+            ),
+        ),
+        (
+            Temporal,
+            re(
+                r"(?i)\b(?:when|what time|timeline|sequence|in what order|order of events|chronolog\w*|before|after|first|last time|how long|since when|what happened (?:first|next|last))\b",
+            ),
+        ),
+        (
+            Aggregation,
+            re(
+                r"(?i)\b(?:how many|how much|total\w*|sum|count|average|mean|overall|in all|altogether|combined|across all|per (?:day|hour|region|service|team|user)|each of)\b",
+            ),
+        ),
+        (
+            MultiHop,
+            re(
+                r"(?i)\b(?:whose|who owns|owner of|owned by|trace|chain|upstream|downstream|depends on|via|through which|that (?:serves|owns|runs|calls)|of the (?:team|service|host|user) that)\b",
+            ),
+        ),
+        (
+            Exploratory,
+            re(
+                r"(?i)\b(?:investigate|explore|figure out|find out|look into|what'?s wrong|why (?:is|does|did|are)|debug|diagnose|any idea|what happened|root cause|broken|failing)\b",
+            ),
+        ),
         (Lookup, re(r"(?i)\b(?:what is|what's the|which|find the|where is|look up|value of|name of|what was)\b")),
     ]
 });
@@ -97,8 +122,7 @@ static CONFLICT_WORDS: LazyLock<Regex> = LazyLock::new(|| {
     re(r"(?i)\b(?:however|but|contradicts?|conflicts?|disagrees?|whereas|inconsistent|mismatch|on the other hand|says? otherwise|differs?)\b")
 });
 
-static AGGREGATE_WORDS: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?i)\b(?:total|sum|count|overall|in all|average|altogether|combined)\b"));
+static AGGREGATE_WORDS: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)\b(?:total|sum|count|overall|in all|average|altogether|combined)\b"));
 
 /// Whether a text states a total, count or sum (used by the aggregation rule).
 pub fn has_aggregate_words(text: &str) -> bool {
@@ -183,20 +207,8 @@ pub fn classify(question: &str, shape: &Shape) -> Classification {
         scores.push((class, score));
     }
     let best = scores.iter().map(|(_, s)| *s).max().unwrap_or(0);
-    let class = if best == 0 {
-        ProblemClass::Lookup
-    } else {
-        scores
-            .iter()
-            .find(|(_, s)| *s == best)
-            .map(|(c, _)| *c)
-            .unwrap_or(ProblemClass::Lookup)
-    };
-    let reason = if reasons.is_empty() {
-        "no signal: default lookup".to_owned()
-    } else {
-        reasons.join("; ")
-    };
+    let class = if best == 0 { ProblemClass::Lookup } else { scores.iter().find(|(_, s)| *s == best).map(|(c, _)| *c).unwrap_or(ProblemClass::Lookup) };
+    let reason = if reasons.is_empty() { "no signal: default lookup".to_owned() } else { reasons.join("; ") };
     Classification { class, scores, reason, overridden: false }
 }
 

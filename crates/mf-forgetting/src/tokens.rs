@@ -32,18 +32,12 @@ pub struct ApproxTokenCounter;
 pub const APPROX_MESSAGE_OVERHEAD: usize = 4;
 
 fn approx_text(s: &str) -> usize {
-    s.split_whitespace()
-        .map(|w| w.chars().count().div_ceil(4).max(1))
-        .sum()
+    s.split_whitespace().map(|w| w.chars().count().div_ceil(4).max(1)).sum()
 }
 
 impl TokenCounter for ApproxTokenCounter {
     fn count_message(&self, m: &Message) -> usize {
-        let calls: usize = m
-            .tool_calls
-            .iter()
-            .map(|c| approx_text(&c.name) + approx_text(&c.arguments.to_string()))
-            .sum();
+        let calls: usize = m.tool_calls.iter().map(|c| approx_text(&c.name) + approx_text(&c.arguments.to_string())).sum();
         APPROX_MESSAGE_OVERHEAD + approx_text(&m.content) + calls
     }
 }

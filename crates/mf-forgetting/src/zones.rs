@@ -12,8 +12,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::budget::Budget;
-use crate::error::ForgettingError;
 use crate::chains::chain_of;
+use crate::error::ForgettingError;
 use crate::message::{Message, question_index};
 use crate::tokens::TokenCounter;
 
@@ -260,11 +260,7 @@ mod tests {
 
     #[test]
     fn orphan_tool_results_are_their_own_unit() {
-        let h = vec![
-            Message::user("q", "q"),
-            Message::assistant("a", "a"),
-            Message::tool_result("t", "nope", "get", "r"),
-        ];
+        let h = vec![Message::user("q", "q"), Message::assistant("a", "a"), Message::tool_result("t", "nope", "get", "r")];
         assert_eq!(partition(&h, 1).unwrap().recent_start, 2);
     }
 

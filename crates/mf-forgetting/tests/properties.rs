@@ -4,10 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use mf_forgetting::message::assign_default_ids;
-use mf_forgetting::{
-    ApproxTokenCounter, Budget, ForgettingError, Message, PlanConfig, StrategyKind, Summarizer, SummaryRequest,
-    TokenCounter, apply, plan,
-};
+use mf_forgetting::{ApproxTokenCounter, Budget, ForgettingError, Message, PlanConfig, StrategyKind, Summarizer, SummaryRequest, TokenCounter, apply, plan};
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -68,8 +65,12 @@ fn history() -> impl Strategy<Value = Vec<Message>> {
 }
 
 fn budget() -> impl Strategy<Value = Budget> {
-    (prop::sample::select(vec![512usize, 1024, 2048, 4096]), 1usize..4)
-        .prop_map(|(context, recent)| Budget { context, reserve: context / 4, ratio: 0.75, recent })
+    (prop::sample::select(vec![512usize, 1024, 2048, 4096]), 1usize..4).prop_map(|(context, recent)| Budget {
+        context,
+        reserve: context / 4,
+        ratio: 0.75,
+        recent,
+    })
 }
 
 fn canon(m: &[Message]) -> String {

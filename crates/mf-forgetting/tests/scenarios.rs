@@ -2,8 +2,7 @@
 //! plans with every strategy (v2.1 through the offline keyword oracle).
 
 use mf_forgetting::{
-    ApproxTokenCounter, Budget, ForgettingError, KeywordOracle, PlanConfig, Scenario, StrategyKind, Summarizer, SummaryRequest, Tier,
-    TokenCounter, apply, plan,
+    ApproxTokenCounter, Budget, ForgettingError, KeywordOracle, PlanConfig, Scenario, StrategyKind, Summarizer, SummaryRequest, Tier, TokenCounter, apply, plan,
 };
 
 #[test]
@@ -84,11 +83,7 @@ impl Summarizer for AtTheLimit {
 #[test]
 fn short_scenarios_compact_to_less_or_decline_before_the_summary_pass() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/compaction");
-    let mut paths: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with("-short.json"))
-        .collect();
+    let mut paths: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.to_string_lossy().ends_with("-short.json")).collect();
     paths.sort();
     assert_eq!(paths.len(), 6);
     let budget = Budget { context: 4608, reserve: 512, ratio: 0.75, recent: 2 };

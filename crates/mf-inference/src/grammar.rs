@@ -54,11 +54,7 @@ pub fn tool_call_grammar(tools: &[ToolSpec], format: ToolCallFormat) -> Option<T
     let mut calls = Vec::new();
     for (i, t) in tools.iter().enumerate() {
         // Arguments are an object whatever the schema says (or fails to say).
-        let args = if t.parameters.get("properties").is_some() {
-            g.object(&format!("args-{i}"), &t.parameters, 0)
-        } else {
-            "object".to_owned()
-        };
+        let args = if t.parameters.get("properties").is_some() { g.object(&format!("args-{i}"), &t.parameters, 0) } else { "object".to_owned() };
         let name = format!("call-{i}");
         g.rule(&name, &format!("{} ws \",\" ws \"\\\"arguments\\\"\" ws \":\" ws {args}", literal(&json_string(&t.name))));
         calls.push(name);
@@ -119,8 +115,7 @@ impl Gbnf {
             }
             return "object".to_owned();
         };
-        let required: Vec<&str> =
-            schema.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        let required: Vec<&str> = schema.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
         let mut req = Vec::new();
         let mut opt = Vec::new();
         for (k, (key, sub)) in props.iter().enumerate() {
@@ -218,14 +213,9 @@ mod tests {
         assert!(g.gbnf.contains(r#""\"json\"" | "\"text\"""#), "{}", g.gbnf);
         // The trigger: a json fence, or a bare fence followed by an object; not a python fence.
         let re = regex::Regex::new(&format!("^{}$", g.trigger_patterns[0])).unwrap();
-        for (text, fires) in [
-            ("Let me look.\n```json", true),
-            ("```\n{", true),
-            ("```\n  \n{", true),
-            ("```\npython", false),
-            ("```", false),
-            ("plain text", false),
-        ] {
+        for (text, fires) in
+            [("Let me look.\n```json", true), ("```\n{", true), ("```\n  \n{", true), ("```\npython", false), ("```", false), ("plain text", false)]
+        {
             assert_eq!(re.is_match(text), fires, "{text:?}");
         }
         // Every rule used is defined.

@@ -32,11 +32,8 @@ pub fn assemble(
             Err(e) => (split.answer.trim().to_string(), Vec::new(), Some(e.to_string())),
         }
     };
-    let stop_reason = if !tool_calls.is_empty() && matches!(stop_reason, StopReason::EndOfTurn | StopReason::StopString) {
-        StopReason::ToolCall
-    } else {
-        stop_reason
-    };
+    let stop_reason =
+        if !tool_calls.is_empty() && matches!(stop_reason, StopReason::EndOfTurn | StopReason::StopString) { StopReason::ToolCall } else { stop_reason };
     Generation { raw_text, content, thinking, tool_calls, tool_parse_error, stop_reason, usage }
 }
 

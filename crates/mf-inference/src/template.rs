@@ -111,11 +111,8 @@ impl ChatTemplate {
 
     fn with_origin(source: &str, bos_token: &str, eos_token: &str, origin: TemplateOrigin) -> Result<Self> {
         let mut env = Environment::new();
-        let syntax = minijinja::syntax::SyntaxConfig::builder()
-            .trim_blocks(true)
-            .lstrip_blocks(true)
-            .build()
-            .map_err(|e| InferenceError::Template(format!("{e:#}")))?;
+        let syntax =
+            minijinja::syntax::SyntaxConfig::builder().trim_blocks(true).lstrip_blocks(true).build().map_err(|e| InferenceError::Template(format!("{e:#}")))?;
         env.set_syntax(syntax);
         env.set_fuel(Some(FUEL));
         minijinja_contrib::add_to_environment(&mut env);
@@ -123,8 +120,7 @@ impl ChatTemplate {
         env.add_filter("tojson", hf_tojson);
         env.add_function("raise_exception", raise_exception);
         env.add_function("strftime_now", strftime_now);
-        env.add_template_owned(TEMPLATE_NAME, source.to_string())
-            .map_err(|e| InferenceError::Template(format!("{e:#}")))?;
+        env.add_template_owned(TEMPLATE_NAME, source.to_string()).map_err(|e| InferenceError::Template(format!("{e:#}")))?;
 
         let native_tools = source.contains("tools");
         let native_tool_role = source.contains("\"tool\"") || source.contains("'tool'") || source.contains("ipython");
@@ -195,9 +191,7 @@ impl ChatTemplate {
         if self.thinking_switch {
             ctx.insert("enable_thinking".into(), Json::Bool(options.thinking));
         }
-        let text = template
-            .render(Value::from(minijinja::value::Serde(Json::Object(ctx))))
-            .map_err(|e| InferenceError::Template(format!("{e:#}")))?;
+        let text = template.render(Value::from(minijinja::value::Serde(Json::Object(ctx)))).map_err(|e| InferenceError::Template(format!("{e:#}")))?;
         let thinking_open = {
             let t = text.trim_end();
             t.ends_with("<think>")
@@ -236,11 +230,8 @@ impl ChatTemplate {
                     (Role::Assistant, json!({"role": "assistant", "content": text}))
                 }
                 Role::Assistant if !m.tool_calls.is_empty() => {
-                    let calls: Vec<Json> = m
-                        .tool_calls
-                        .iter()
-                        .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
-                        .collect();
+                    let calls: Vec<Json> =
+                        m.tool_calls.iter().map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}})).collect();
                     (Role::Assistant, json!({"role": "assistant", "content": content, "tool_calls": calls}))
                 }
                 Role::Tool if !self.native_tool_role => {
@@ -267,11 +258,7 @@ impl ChatTemplate {
             for (role, v) in out {
                 match merged.last_mut() {
                     Some((last_role, last)) if *last_role == role && role != Role::System => {
-                        let joined = format!(
-                            "{}\n\n{}",
-                            last["content"].as_str().unwrap_or_default(),
-                            v["content"].as_str().unwrap_or_default()
-                        );
+                        let joined = format!("{}\n\n{}", last["content"].as_str().unwrap_or_default(), v["content"].as_str().unwrap_or_default());
                         last["content"] = Json::String(joined);
                     }
                     _ => merged.push((role, v)),
@@ -305,8 +292,7 @@ fn raise_exception(message: String) -> std::result::Result<Value, JinjaError> {
 fn hf_tojson(value: Value, kwargs: Kwargs) -> std::result::Result<Value, JinjaError> {
     let indent: Option<usize> = kwargs.get("indent")?;
     kwargs.assert_all_used()?;
-    let json: Json = serde_json::to_value(&value)
-        .map_err(|e| JinjaError::new(ErrorKind::InvalidOperation, format!("tojson: {e}")))?;
+    let json: Json = serde_json::to_value(&value).map_err(|e| JinjaError::new(ErrorKind::InvalidOperation, format!("tojson: {e}")))?;
     let mut out = String::new();
     write_py_json(&json, indent, 0, &mut out);
     Ok(Value::from_safe_string(out))
@@ -359,8 +345,7 @@ fn strftime_now(format: String) -> String {
 }
 
 pub(crate) fn strftime(format: &str, unix_secs: u64) -> String {
-    const MONTHS: [&str; 12] =
-        ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
+    const MONTHS: [&str; 12] = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
     const DAYS: [&str; 7] = ["Thursday", "Friday", "Saturday", "Sunday", "Monday", "Tuesday", "Wednesday"];
     let days = unix_secs / 86_400;
     let rem = unix_secs % 86_400;

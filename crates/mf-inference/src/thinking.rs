@@ -42,11 +42,7 @@ pub fn split_thinking(text: &str, started_open: bool) -> ThinkSplit {
         return ThinkSplit { thinking: None, answer: text.to_string(), closed: true };
     };
     match body.find(CLOSE) {
-        Some(end) => ThinkSplit {
-            thinking: Some(body[..end].trim().to_string()),
-            answer: body[end + CLOSE.len()..].trim_start().to_string(),
-            closed: true,
-        },
+        Some(end) => ThinkSplit { thinking: Some(body[..end].trim().to_string()), answer: body[end + CLOSE.len()..].trim_start().to_string(), closed: true },
         None => ThinkSplit { thinking: Some(body.trim().to_string()), answer: String::new(), closed: false },
     }
 }
@@ -144,10 +140,7 @@ impl ThinkStream {
 /// The length of the longest suffix of `text` that is a proper prefix of `tag`.
 #[must_use]
 pub(crate) fn partial_suffix(text: &str, tag: &str) -> usize {
-    (1..tag.len().min(text.len() + 1))
-        .rev()
-        .find(|&n| text.is_char_boundary(text.len() - n) && tag.starts_with(&text[text.len() - n..]))
-        .unwrap_or(0)
+    (1..tag.len().min(text.len() + 1)).rev().find(|&n| text.is_char_boundary(text.len() - n) && tag.starts_with(&text[text.len() - n..])).unwrap_or(0)
 }
 
 #[cfg(test)]

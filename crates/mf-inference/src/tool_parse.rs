@@ -73,9 +73,7 @@ impl ToolCallFormat {
         let body = serde_json::json!({"name": call.name, "arguments": call.arguments}).to_string();
         match self {
             ToolCallFormat::Hermes => format!("<tool_call>\n{body}\n</tool_call>"),
-            ToolCallFormat::Llama3Json => {
-                serde_json::json!({"name": call.name, "parameters": call.arguments}).to_string()
-            }
+            ToolCallFormat::Llama3Json => serde_json::json!({"name": call.name, "parameters": call.arguments}).to_string(),
             ToolCallFormat::Mistral => format!("[TOOL_CALLS][{body}]"),
             ToolCallFormat::FencedJson => format!("```json\n{body}\n```"),
         }
@@ -129,8 +127,7 @@ fn call_from_value(format: ToolCallFormat, value: Value) -> Result<ToolCall> {
     };
     let arguments = map.remove("arguments").or_else(|| map.remove("parameters")).unwrap_or(Value::Object(Default::default()));
     let arguments = match arguments {
-        Value::String(s) => serde_json::from_str(&s)
-            .map_err(|e| err(format, format!("arguments of {name} are a string that is not JSON: {e}")))?,
+        Value::String(s) => serde_json::from_str(&s).map_err(|e| err(format, format!("arguments of {name} are a string that is not JSON: {e}")))?,
         other => other,
     };
     let id = match map.remove("id") {
@@ -432,10 +429,7 @@ mod tests {
             ToolCallFormat::Mistral,
             vec![
                 ("Plain.", Want::Ok("Plain.", vec![])),
-                (
-                    "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"a\": 1}, \"id\": \"abc123def\"}]",
-                    Want::Ok("", vec![("f", json!({"a": 1}))]),
-                ),
+                ("[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"a\": 1}, \"id\": \"abc123def\"}]", Want::Ok("", vec![("f", json!({"a": 1}))])),
                 ("Sure. [TOOL_CALLS]f[ARGS]{\"a\": 2}", Want::Ok("Sure.", vec![("f", json!({"a": 2}))])),
                 ("[TOOL_CALLS][{\"name\": \"f\", \"arguments\": ", Want::Err),
             ],
@@ -454,10 +448,7 @@ mod tests {
                     "I'll check.\n```json\n{\"name\": \"get\", \"arguments\": {\"path\": \"/x\"}}\n```",
                     Want::Ok("I'll check.", vec![("get", json!({"path": "/x"}))]),
                 ),
-                (
-                    "Code:\n```rust\nif a < b { x() }\n```\nDone.",
-                    Want::Ok("Code:\n```rust\nif a < b { x() }\n```\nDone.", vec![]),
-                ),
+                ("Code:\n```rust\nif a < b { x() }\n```\nDone.", Want::Ok("Code:\n```rust\nif a < b { x() }\n```\nDone.", vec![])),
                 ("```json\n{\"a\": 1}\n```", Want::Ok("```json\n{\"a\": 1}\n```", vec![])),
                 ("{\"name\": \"bare\", \"arguments\": {}}", Want::Ok("", vec![("bare", json!({}))])),
                 ("```json\n{\"name\": \"x\", \"arguments\": {\n```", Want::Err),

@@ -83,11 +83,7 @@ impl ChatMessage {
     }
     /// The result of the tool call `call_id` of tool `name`.
     pub fn tool_result(call_id: impl Into<String>, name: impl Into<String>, content: impl Into<String>) -> Self {
-        Self {
-            tool_call_id: Some(call_id.into()),
-            name: Some(name.into()),
-            ..Self::plain(Role::Tool, content)
-        }
+        Self { tool_call_id: Some(call_id.into()), name: Some(name.into()), ..Self::plain(Role::Tool, content) }
     }
 }
 

@@ -30,7 +30,4 @@ pub mod policy;
 mod registry;
 
 pub use error::ToolError;
-pub use registry::{
-    HTTP, LIST_FILES, READ_FILE, RUN_CODE, Requirement, SEARCH_FILES, ToolDescriptor, ToolOutput, ToolRegistry,
-    ToolSettings,
-};
+pub use registry::{HTTP, LIST_FILES, READ_FILE, RUN_CODE, Requirement, SEARCH_FILES, ToolDescriptor, ToolOutput, ToolRegistry, ToolSettings};

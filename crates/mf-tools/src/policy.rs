@@ -117,15 +117,7 @@ impl ApprovalRequest {
     pub fn new(call_id: &str, tool: &str, args: &serde_json::Value) -> Self {
         let arguments = canonical_json(args);
         let (summary, host) = summarize(tool, args, &arguments);
-        ApprovalRequest {
-            call_id: call_id.into(),
-            tool: tool.into(),
-            summary,
-            host,
-            mcp: None,
-            args_sha256: args_hash(tool, &arguments),
-            arguments,
-        }
+        ApprovalRequest { call_id: call_id.into(), tool: tool.into(), summary, host, mcp: None, args_sha256: args_hash(tool, &arguments), arguments }
     }
 
     /// The request for a call of `origin.tool` on MCP server `origin.server`
@@ -166,11 +158,8 @@ fn summarize(tool: &str, args: &serde_json::Value, canonical: &str) -> (String, 
             Ok(a) => {
                 let out = crate::http::outgoing(&a);
                 let host = out.host.clone().unwrap_or_else(|| format!("(no host in {})", preview(&a.url)));
-                let data = if out.carries_data() {
-                    format!("{} bytes · {}", thousands(out.data_bytes), preview(&out.data))
-                } else {
-                    "no data sent".to_string()
-                };
+                let data =
+                    if out.carries_data() { format!("{} bytes · {}", thousands(out.data_bytes), preview(&out.data)) } else { "no data sent".to_string() };
                 (format!("{} {host} · {data}", out.method), out.host)
             }
             Err(_) => (format!("{tool} · {}", preview(canonical)), None),
@@ -187,7 +176,19 @@ fn summarize(tool: &str, args: &serde_json::Value, canonical: &str) -> (String, 
 /// The first line(s) of `text`, newlines shown as `⏎`, cut at
 /// [`PREVIEW_CHARS`] characters with `…`.
 fn preview(text: &str) -> String {
-    let flat: String = text.trim_start().chars().map(|c| if c == '\n' { '⏎' } else if c.is_control() { ' ' } else { c }).collect();
+    let flat: String = text
+        .trim_start()
+        .chars()
+        .map(|c| {
+            if c == '\n' {
+                '⏎'
+            } else if c.is_control() {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect();
     let mut out: String = flat.chars().take(PREVIEW_CHARS).collect();
     if flat.chars().count() > PREVIEW_CHARS {
         out.push('…');

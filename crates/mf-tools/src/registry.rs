@@ -8,12 +8,12 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::ToolError;
 use crate::code::{self, CodeArgs, CodeConfig, CodeResult};
 use crate::files::{self, FileLimits, FilePage, ListArgs, Listing, ReadArgs, SearchArgs, SearchResult, Workspace};
 use crate::http::{self, HttpArgs, HttpMethod, HttpPolicy, HttpResponse};
 use crate::mcp::{McpApprovals, McpHub, McpOutput, McpServerStatus, McpSettings, McpToolRef};
-use crate::policy::{ApprovalPolicy, ApprovalRequest, Approval, Decision, Mode};
-use crate::ToolError;
+use crate::policy::{Approval, ApprovalPolicy, ApprovalRequest, Decision, Mode};
 
 /// Settings of all tools (from the user's settings file or CLI flags).
 #[derive(Debug, Clone, Default)]
@@ -72,9 +72,9 @@ impl ToolOutput {
             ToolOutput::Http(r) => r.truncated.then(|| format!("body cut at {} bytes", r.body_bytes)),
             ToolOutput::Listing(l) => l.note.clone().or_else(|| l.truncated.then(|| format!("listing cut at {} entries", l.entries.len()))),
             ToolOutput::FilePage(p) => p.next_offset.map(|n| format!("page of {} of {} bytes; continue with offset {n}", p.bytes, p.size)),
-            ToolOutput::Search(s) => s.note.clone().or_else(|| {
-                s.truncated.then(|| format!("search stopped at {} matches / {} files", s.matches.len(), s.files_searched))
-            }),
+            ToolOutput::Search(s) => {
+                s.note.clone().or_else(|| s.truncated.then(|| format!("search stopped at {} matches / {} files", s.matches.len(), s.files_searched)))
+            }
             ToolOutput::Code(c) => c.note.clone(),
             ToolOutput::Mcp(m) => m.truncated.then(|| format!("result cut at {} of {} bytes", m.text.len(), m.bytes)),
         }
@@ -200,10 +200,8 @@ impl ToolRegistry {
     /// # Errors
     /// [`ToolError::InvalidArguments`] when `host` is not a host name or address.
     pub fn approve_host(&self, host: &str) -> Result<String, ToolError> {
-        let key = http::host_key_of(host).ok_or_else(|| ToolError::InvalidArguments {
-            tool: HTTP.into(),
-            message: format!("`{host}` is not a host name or address"),
-        })?;
+        let key = http::host_key_of(host)
+            .ok_or_else(|| ToolError::InvalidArguments { tool: HTTP.into(), message: format!("`{host}` is not a host name or address") })?;
         self.approved_hosts.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key.clone());
         Ok(key)
     }
@@ -243,26 +241,43 @@ impl ToolRegistry {
             false,
         )];
         if !self.workspace.roots().is_empty() {
-            v.push(d(LIST_FILES, "List a folder of the workspace.",
+            v.push(d(
+                LIST_FILES,
+                "List a folder of the workspace.",
                 json!({"type": "object", "properties": {"path": {"type": "string", "default": "."}, "root": root},
-                    "additionalProperties": false}), true));
-            v.push(d(READ_FILE, "Read a text file of the workspace, one page at a time (use next_offset to continue).",
+                    "additionalProperties": false}),
+                true,
+            ));
+            v.push(d(
+                READ_FILE,
+                "Read a text file of the workspace, one page at a time (use next_offset to continue).",
                 json!({"type": "object", "properties": {"path": {"type": "string"},
                     "offset": {"type": "integer", "minimum": 0, "default": 0},
                     "max_bytes": {"type": "integer", "minimum": 1}, "root": root},
-                    "required": ["path"], "additionalProperties": false}), true));
-            v.push(d(SEARCH_FILES, "Search the workspace's text files for a string or regular expression.",
+                    "required": ["path"], "additionalProperties": false}),
+                true,
+            ));
+            v.push(d(
+                SEARCH_FILES,
+                "Search the workspace's text files for a string or regular expression.",
                 json!({"type": "object", "properties": {"pattern": {"type": "string"},
                     "regex": {"type": "boolean", "default": false}, "ignore_case": {"type": "boolean", "default": false},
                     "path": {"type": "string", "default": "."}, "root": root},
-                    "required": ["pattern"], "additionalProperties": false}), true));
+                    "required": ["pattern"], "additionalProperties": false}),
+                true,
+            ));
         }
         if self.code_status.is_ok() {
             v.push(d(RUN_CODE, "Run a short Python or sh program in an isolated sandbox (no network, no access to your files; /tmp is scratch). Returns exit code, stdout, stderr.",
                 json!({"type": "object", "properties": {"language": {"type": "string", "enum": ["python", "sh"]},
                     "code": {"type": "string"}}, "required": ["language", "code"], "additionalProperties": false}), false));
         }
-        v.extend(self.mcp.tools().into_iter().map(|t| ToolDescriptor { name: t.name, description: t.description, parameters: t.parameters, read_only: t.read_only }));
+        v.extend(self.mcp.tools().into_iter().map(|t| ToolDescriptor {
+            name: t.name,
+            description: t.description,
+            parameters: t.parameters,
+            read_only: t.read_only,
+        }));
         v
     }
 
@@ -371,10 +386,7 @@ impl ToolRegistry {
         }
     }
 
-    async fn blocking(
-        &self,
-        f: impl FnOnce(&Workspace) -> Result<ToolOutput, ToolError> + Send + 'static,
-    ) -> Result<ToolOutput, ToolError> {
+    async fn blocking(&self, f: impl FnOnce(&Workspace) -> Result<ToolOutput, ToolError> + Send + 'static) -> Result<ToolOutput, ToolError> {
         let ws = self.workspace.clone();
         tokio::task::spawn_blocking(move || f(&ws))
             .await

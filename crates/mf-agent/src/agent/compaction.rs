@@ -4,7 +4,7 @@
 use mf_forgetting::{Budget, ForgettingError, Message};
 use mf_inference::SnapshotSlot;
 
-use super::{Agent, BEFORE_COMPACTION, Undone, UndoPoint, n32};
+use super::{Agent, BEFORE_COMPACTION, UndoPoint, Undone, n32};
 use crate::compact::{CompactionJob, SummaryPrompt};
 use crate::error::AgentError;
 use crate::events::{AgentEvent, EventSink, ExitReason, Gauge};
@@ -89,7 +89,14 @@ impl Agent {
             Ok(c) => {
                 let g2 = self.gauge(&c.messages).await?;
                 let ms = u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX);
-                sink.emit(&AgentEvent::compaction_finished(round, g.prompt_tokens, g2.prompt_tokens, &c.report, run.summary_pass.map(SummaryPrompt::as_str), ms));
+                sink.emit(&AgentEvent::compaction_finished(
+                    round,
+                    g.prompt_tokens,
+                    g2.prompt_tokens,
+                    &c.report,
+                    run.summary_pass.map(SummaryPrompt::as_str),
+                    ms,
+                ));
                 sink.emit(&AgentEvent::Gauge { gauge: g2, forecast: self.forecast(&g2) });
                 Ok(Compacted::Done(c.messages, g2))
             }

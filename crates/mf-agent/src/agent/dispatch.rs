@@ -88,7 +88,8 @@ impl Agent {
         self.save_resume_point(round, sink).await;
         let mut exit: Option<ExitReason> = None;
         for call in &calls {
-            let shown = history.last().and_then(|m| m.tool_calls.iter().find(|t| t.id == call.id)).map_or_else(|| call.arguments.clone(), |t| t.arguments.clone());
+            let shown =
+                history.last().and_then(|m| m.tool_calls.iter().find(|t| t.id == call.id)).map_or_else(|| call.arguments.clone(), |t| t.arguments.clone());
             sink.emit(&AgentEvent::ToolCall { call_id: call.id.clone(), name: call.name.clone(), arguments: shown });
             let result = if exit.is_some() {
                 Err(ToolFailure::new(FailureKind::NotRun, "the investigation is stopping"))
@@ -256,7 +257,8 @@ mod tests {
     #[test]
     fn calls_of_one_reply_never_share_an_id() {
         let call = |id: &str| mf_inference::ToolCall { id: id.into(), name: "t".into(), arguments: serde_json::json!({}) };
-        let history = vec![Message::assistant_calls("m2", "", vec![mf_forgetting::ToolCall { id: "a".into(), name: "t".into(), arguments: serde_json::json!({}) }])];
+        let history =
+            vec![Message::assistant_calls("m2", "", vec![mf_forgetting::ToolCall { id: "a".into(), name: "t".into(), arguments: serde_json::json!({}) }])];
         let mut calls = vec![call("x"), call("x"), call(""), call("a"), call("call_3_0")];
         unique_ids(&mut calls, &history, 3);
         let ids: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();

@@ -170,12 +170,7 @@ impl Agent {
     /// # Errors
     /// [`AgentError::InvalidSetting`] when the budget is impossible for the backend's context.
     pub fn new(backend: Arc<dyn Backend>, tools: Arc<dyn ToolRunner>, approver: Arc<dyn Approver>, settings: AgentSettings) -> Result<Self, AgentError> {
-        let budget = Budget {
-            context: backend.context_size() as usize,
-            reserve: settings.reserve as usize,
-            ratio: settings.ratio,
-            recent: settings.recent,
-        };
+        let budget = Budget { context: backend.context_size() as usize, reserve: settings.reserve as usize, ratio: settings.ratio, recent: settings.recent };
         budget.validate().map_err(|e| AgentError::InvalidSetting(e.to_string()))?;
         settings.plan.validate().map_err(|e| AgentError::InvalidSetting(e.to_string()))?;
         let specs = tools.specs();
@@ -188,7 +183,20 @@ impl Agent {
             settings.sampling.stop.push(FENCE_END.into());
         }
         let counter = Arc::new(ModelCounter::new(backend.clone(), specs.clone()));
-        Ok(Self { backend, tools, approver, settings, cancel: CancelToken::new(), specs, counter, next_id: 0, before_compaction: None, growth: std::collections::VecDeque::new(), kv_file: None, kv_load: None })
+        Ok(Self {
+            backend,
+            tools,
+            approver,
+            settings,
+            cancel: CancelToken::new(),
+            specs,
+            counter,
+            next_id: 0,
+            before_compaction: None,
+            growth: std::collections::VecDeque::new(),
+            kv_file: None,
+            kv_load: None,
+        })
     }
 
     /// Saves the KV cache to `path` at each resume point (after a reply that
@@ -319,7 +327,6 @@ impl Agent {
         sink.emit(&AgentEvent::Kv { round, purpose, stats: g.usage.kv.into(), completion_tokens: g.usage.completion_tokens });
         Ok(g)
     }
-
 }
 
 fn forward(ev: &StreamEvent, sink: &mut dyn EventSink) {

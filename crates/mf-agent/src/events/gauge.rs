@@ -65,7 +65,12 @@ impl Forecast {
         }
         let left = gauge.threshold.saturating_sub(gauge.prompt_tokens);
         let rounds = (f64::from(left) / mean).floor() as u32 + 1;
-        Some(Forecast { tokens_left: left, mean_tokens_per_round: mean, rounds_until_compaction: rounds, window: u32::try_from(growth.len()).unwrap_or(u32::MAX) })
+        Some(Forecast {
+            tokens_left: left,
+            mean_tokens_per_round: mean,
+            rounds_until_compaction: rounds,
+            window: u32::try_from(growth.len()).unwrap_or(u32::MAX),
+        })
     }
 }
 
@@ -75,7 +80,8 @@ mod tests {
 
     #[test]
     fn the_forecast_counts_rounds_until_the_prompt_crosses_the_threshold() {
-        let g = |prompt| Gauge { pinned: 0, compressible: 0, recent: 0, free: 0, threshold: 600, prompt_tokens: prompt, context: 1024, reserve: 256, messages: 4 };
+        let g =
+            |prompt| Gauge { pinned: 0, compressible: 0, recent: 0, free: 0, threshold: 600, prompt_tokens: prompt, context: 1024, reserve: 256, messages: 4 };
         assert_eq!(Forecast::from_growth(&g(400), &[]), None, "nothing measured yet");
         assert_eq!(Forecast::from_growth(&g(400), &[0, 0]), None, "not growing");
         let f = Forecast::from_growth(&g(400), &[90, 110]).unwrap();

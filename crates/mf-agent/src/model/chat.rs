@@ -16,11 +16,7 @@ pub fn to_chat(m: &Message) -> ChatMessage {
     ChatMessage {
         role,
         content: m.content.clone(),
-        tool_calls: m
-            .tool_calls
-            .iter()
-            .map(|c| ToolCall { id: c.id.clone(), name: c.name.clone(), arguments: c.arguments.clone() })
-            .collect(),
+        tool_calls: m.tool_calls.iter().map(|c| ToolCall { id: c.id.clone(), name: c.name.clone(), arguments: c.arguments.clone() }).collect(),
         tool_call_id: m.tool_call_id.clone(),
         name: m.name.clone(),
     }
@@ -36,11 +32,7 @@ pub fn from_chat(id: &str, c: &ChatMessage) -> Message {
         Role::Assistant => Message::assistant(id, &c.content),
         Role::Tool => Message::tool_result(id, c.tool_call_id.as_deref().unwrap_or(""), c.name.as_deref().unwrap_or(""), &c.content),
     };
-    m.tool_calls = c
-        .tool_calls
-        .iter()
-        .map(|t| mf_forgetting::ToolCall { id: t.id.clone(), name: t.name.clone(), arguments: t.arguments.clone() })
-        .collect();
+    m.tool_calls = c.tool_calls.iter().map(|t| mf_forgetting::ToolCall { id: t.id.clone(), name: t.name.clone(), arguments: t.arguments.clone() }).collect();
     m.tool_call_id.clone_from(&c.tool_call_id);
     m.name.clone_from(&c.name);
     m.is_error = c.role == Role::Tool && c.content.starts_with("ERROR");

@@ -163,7 +163,13 @@ pub struct CompactionRun {
 /// code path of the loop and of the benchmark. `on_plan` sees the plan
 /// between the two steps (the loop emits `compaction_started` there).
 /// Blocking: call it off the runtime's worker threads.
-pub fn compact(model: ModelCalls<'_>, counter: &ModelCounter, history: &[Message], spec: &CompactionSpec, on_plan: &mut dyn FnMut(&CompactionPlan)) -> CompactionRun {
+pub fn compact(
+    model: ModelCalls<'_>,
+    counter: &ModelCounter,
+    history: &[Message],
+    spec: &CompactionSpec,
+    on_plan: &mut dyn FnMut(&CompactionPlan),
+) -> CompactionRun {
     let counter = counter.blocking(model.handle);
     let mut notes = Vec::new();
     let mut probe_calls = 0;

@@ -75,7 +75,14 @@ impl<'a> ModelSummarizer<'a> {
 
     /// `prefix` + the request as one user turn, its log halved until the
     /// whole fits with `out` tokens of summary.
-    fn cut_to_fit(&self, prefix: &[ChatMessage], tools: &[ToolSpec], system: Option<&str>, request: &SummaryRequest, out: u32) -> Result<Vec<ChatMessage>, ForgettingError> {
+    fn cut_to_fit(
+        &self,
+        prefix: &[ChatMessage],
+        tools: &[ToolSpec],
+        system: Option<&str>,
+        request: &SummaryRequest,
+        out: u32,
+    ) -> Result<Vec<ChatMessage>, ForgettingError> {
         let mut user = request.user.clone();
         loop {
             let mut msgs = prefix.to_vec();

@@ -118,11 +118,7 @@ pub fn process_alive(pid: i64) -> bool {
         return Path::new(&format!("/proc/{pid}")).exists();
     }
     // Elsewhere: `kill -0` succeeds for a live process we may signal.
-    std::process::Command::new("kill")
-        .args(["-0", &pid.to_string()])
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+    std::process::Command::new("kill").args(["-0", &pid.to_string()]).stderr(std::process::Stdio::null()).status().is_ok_and(|s| s.success())
 }
 
 /// The id the next message of `history` gets (`m<N>`, one past the largest).
@@ -337,9 +333,15 @@ impl Sessions {
         }
         if let Some(dir) = file.parent() {
             std::fs::create_dir_all(dir).map_err(|e| AgentError::Io { what: format!("creating {}", dir.display()), reason: e.to_string() })?;
-            let pruned = kv::prune(dir, self.kv_keep, Some(&file)).map_err(|e| AgentError::Io { what: format!("pruning saved caches in {}", dir.display()), reason: e.to_string() })?;
+            let pruned = kv::prune(dir, self.kv_keep, Some(&file))
+                .map_err(|e| AgentError::Io { what: format!("pruning saved caches in {}", dir.display()), reason: e.to_string() })?;
             if !pruned.files.is_empty() {
-                notes.push(format!("deleted {} older saved KV cache(s), {:.1} MB (keeping the {} most recent)", pruned.files.len(), pruned.bytes as f64 / 1e6, self.kv_keep));
+                notes.push(format!(
+                    "deleted {} older saved KV cache(s), {:.1} MB (keeping the {} most recent)",
+                    pruned.files.len(),
+                    pruned.bytes as f64 / 1e6,
+                    self.kv_keep
+                ));
             }
         }
         if let Some(id) = &now
@@ -377,7 +379,8 @@ async fn tools_for(spec: &RunSpec, tools: Option<Arc<dyn ToolRunner>>) -> Result
 /// The tools a spec describes, its MCP servers started and listed (a server
 /// that fails is a note, and its tools are not offered).
 async fn registry(spec: &RunSpec) -> Result<(Arc<ToolRegistry>, Vec<String>), AgentError> {
-    let registry = ToolRegistry::new(spec.tools.settings(spec.agent.max_argument_bytes)?).await.map_err(|e| AgentError::InvalidSetting(format!("tools: {e}")))?;
+    let registry =
+        ToolRegistry::new(spec.tools.settings(spec.agent.max_argument_bytes)?).await.map_err(|e| AgentError::InvalidSetting(format!("tools: {e}")))?;
     let mut notes = Vec::new();
     for s in registry.connect_mcp().await {
         if let mf_tools::mcp::McpServerState::Failed { error } = &s.state {

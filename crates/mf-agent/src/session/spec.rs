@@ -103,7 +103,9 @@ impl EngineSpec {
                 let b = OpenAiBackend::new(url, model.as_str(), key, context).map_err(|e| AgentError::InvalidSetting(e.to_string()))?;
                 Arc::new(b.with_tools_in_text(*tools_in_text))
             }
-            EngineSpec::Ollama { url, model } => Arc::new(OllamaBackend::new(url, model.as_str(), context).map_err(|e| AgentError::InvalidSetting(e.to_string()))?),
+            EngineSpec::Ollama { url, model } => {
+                Arc::new(OllamaBackend::new(url, model.as_str(), context).map_err(|e| AgentError::InvalidSetting(e.to_string()))?)
+            }
         })
     }
 }
@@ -134,7 +136,14 @@ pub struct ToolsSpec {
 
 impl Default for ToolsSpec {
     fn default() -> Self {
-        ToolsSpec { workspace: Vec::new(), allowed_hosts: Vec::new(), code: false, policy: ApprovalPolicy::default(), mcp: None, mcp_approvals: McpApprovals::default() }
+        ToolsSpec {
+            workspace: Vec::new(),
+            allowed_hosts: Vec::new(),
+            code: false,
+            policy: ApprovalPolicy::default(),
+            mcp: None,
+            mcp_approvals: McpApprovals::default(),
+        }
     }
 }
 
@@ -202,7 +211,12 @@ pub struct RunSpec {
 impl Default for RunSpec {
     fn default() -> Self {
         RunSpec {
-            engine: EngineSpec::Llama { model: PathBuf::from("models").join(mf_inference::models::RECOMMENDED_FILE), threads: None, gpu: false, tool_grammar: true },
+            engine: EngineSpec::Llama {
+                model: PathBuf::from("models").join(mf_inference::models::RECOMMENDED_FILE),
+                threads: None,
+                gpu: false,
+                tool_grammar: true,
+            },
             context: DEFAULT_CONTEXT,
             agent: AgentSettings::default(),
             tools: ToolsSpec::default(),
@@ -220,7 +234,8 @@ impl RunSpec {
         if self.context < 512 {
             return bad(format!("context {} is below 512 tokens", self.context));
         }
-        let budget = mf_forgetting::Budget { context: self.context as usize, reserve: self.agent.reserve as usize, ratio: self.agent.ratio, recent: self.agent.recent };
+        let budget =
+            mf_forgetting::Budget { context: self.context as usize, reserve: self.agent.reserve as usize, ratio: self.agent.ratio, recent: self.agent.recent };
         budget.validate().map_err(|e| AgentError::InvalidSetting(e.to_string()))?;
         self.agent.plan.validate().map_err(|e| AgentError::InvalidSetting(e.to_string()))?;
         if let EngineSpec::Llama { model, .. } = &self.engine

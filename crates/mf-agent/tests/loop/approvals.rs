@@ -38,7 +38,11 @@ async fn approvals_are_bound_to_the_call_and_its_arguments() {
             .find_map(|e| if let AgentEvent::ApprovalRequested { call_id, args_sha256, .. } = e { Some((call_id.clone(), args_sha256.clone())) } else { None })
             .unwrap();
         assert_eq!(hash, ApprovalRequest::new(&call_id, "write", &json!({"path": "a.txt"})).args_sha256);
-        let decided = sink.events.iter().find_map(|e| if let AgentEvent::ApprovalDecided { approved, by, .. } = e { Some((*approved, by.clone())) } else { None }).unwrap();
+        let decided = sink
+            .events
+            .iter()
+            .find_map(|e| if let AgentEvent::ApprovalDecided { approved, by, .. } = e { Some((*approved, by.clone())) } else { None })
+            .unwrap();
         assert_eq!(decided, (runs, by.to_string()));
         assert_eq!(tools.runs.lock().unwrap().len(), usize::from(runs), "{by}");
     }

@@ -27,7 +27,8 @@ async fn compaction_fires_at_the_threshold_keeps_pinned_and_fits_for_every_strat
         assert!(out.compactions >= 1, "{strategy}: no compaction");
         // It fired on the first round over the threshold, not before.
         let first = sink.events.iter().position(|e| matches!(e, AgentEvent::CompactionStarted { .. })).unwrap();
-        let before: Vec<_> = sink.events[..first].iter().filter_map(|e| if let AgentEvent::Gauge { gauge, .. } = e { Some(gauge.prompt_tokens) } else { None }).collect();
+        let before: Vec<_> =
+            sink.events[..first].iter().filter_map(|e| if let AgentEvent::Gauge { gauge, .. } = e { Some(gauge.prompt_tokens) } else { None }).collect();
         let (last, earlier) = before.split_last().unwrap();
         assert!(*last > threshold, "{strategy}: fired at {last}");
         assert!(earlier.iter().all(|t| *t <= threshold), "{strategy}: should have fired earlier: {earlier:?}");

@@ -32,12 +32,7 @@ async fn a_repeated_call_exits_and_the_model_is_asked_for_an_answer() {
 
 #[tokio::test]
 async fn consecutive_errors_exit_after_three() {
-    let script = vec![
-        Reply::Call("fail", json!({"n": 1})),
-        Reply::Call("fail", json!({"n": 2})),
-        Reply::Call("fail", json!({"n": 3})),
-        Reply::Text("never"),
-    ];
+    let script = vec![Reply::Call("fail", json!({"n": 1})), Reply::Call("fail", json!({"n": 2})), Reply::Call("fail", json!({"n": 3})), Reply::Text("never")];
     let (out, _) = run(Scripted::new(4096, script), world(), Arc::new(NoAnswer), settings(StrategyKind::V2), "q?").await;
     assert_eq!(out.reason, ExitReason::ConsecutiveErrors { count: 3 });
     let script = vec![Reply::Malformed, Reply::Malformed, Reply::Malformed, Reply::Text("never")];
@@ -110,7 +105,8 @@ async fn an_oversized_call_is_kept_as_a_note_and_the_run_still_answers() {
 #[tokio::test]
 async fn a_spent_window_still_gets_a_closing_answer() {
     // Each lookup result is long; no compaction (strategy none): the window fills.
-    let script: Vec<Reply> = (0..30).map(|i| Reply::Call("lookup", json!({"key": format!("k{i}"), "pad": "p".repeat(600)}))).chain([Reply::Text("k1 is 1001.")]).collect();
+    let script: Vec<Reply> =
+        (0..30).map(|i| Reply::Call("lookup", json!({"key": format!("k{i}"), "pad": "p".repeat(600)}))).chain([Reply::Text("k1 is 1001.")]).collect();
     let backend = Scripted::new(1200, script);
     let mut s = settings(StrategyKind::None);
     s.reserve = 200;

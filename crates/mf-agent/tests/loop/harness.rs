@@ -25,10 +25,17 @@ impl ToolRunner for World {
             .collect()
     }
     fn requirement(&self, call_id: &str, name: &str, args_json: &str) -> Result<Requirement, ToolFailure> {
-        let v: serde_json::Value = serde_json::from_str(args_json).map_err(|e| ToolFailure::new(mf_agent::FailureKind::Tool("invalid_arguments".into()), e.to_string()))?;
+        let v: serde_json::Value =
+            serde_json::from_str(args_json).map_err(|e| ToolFailure::new(mf_agent::FailureKind::Tool("invalid_arguments".into()), e.to_string()))?;
         Ok(if name == "write" { Requirement::Ask(ApprovalRequest::new(call_id, name, &v)) } else { Requirement::Auto })
     }
-    fn run<'a>(&'a self, _call_id: &'a str, name: &'a str, args_json: &'a str, approval: Option<&'a Approval>) -> BoxFuture<'a, Result<ToolReply, ToolFailure>> {
+    fn run<'a>(
+        &'a self,
+        _call_id: &'a str,
+        name: &'a str,
+        args_json: &'a str,
+        approval: Option<&'a Approval>,
+    ) -> BoxFuture<'a, Result<ToolReply, ToolFailure>> {
         Box::pin(async move {
             self.runs.lock().unwrap().push(format!("{name} {args_json}"));
             let v: serde_json::Value = serde_json::from_str(args_json).unwrap();
@@ -83,13 +90,9 @@ pub(crate) fn first_round_kv(sink: &VecSink) -> KvStats {
     sink.events
         .iter()
         .find_map(|e| match e {
-            AgentEvent::Kv { purpose: mf_agent::Purpose::Round, stats, .. } => Some(KvStats {
-                prompt_tokens: stats.prompt_tokens,
-                reused: stats.reused,
-                decoded: stats.decoded,
-                trimmed: stats.trimmed,
-                ..KvStats::default()
-            }),
+            AgentEvent::Kv { purpose: mf_agent::Purpose::Round, stats, .. } => {
+                Some(KvStats { prompt_tokens: stats.prompt_tokens, reused: stats.reused, decoded: stats.decoded, trimmed: stats.trimmed, ..KvStats::default() })
+            }
             _ => None,
         })
         .unwrap()

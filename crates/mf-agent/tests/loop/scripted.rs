@@ -189,7 +189,15 @@ impl Backend for Scripted {
     }
 
     fn model_info(&self) -> ModelInfo {
-        ModelInfo { name: "scripted".into(), backend: "test".into(), architecture: None, context_size: self.ctx, context_train: None, parameters: None, tool_format: None }
+        ModelInfo {
+            name: "scripted".into(),
+            backend: "test".into(),
+            architecture: None,
+            context_size: self.ctx,
+            context_train: None,
+            parameters: None,
+            tool_format: None,
+        }
     }
 
     fn keeps_kv(&self) -> bool {

@@ -71,6 +71,10 @@ async fn sessions_store_the_spec_save_the_cache_and_resume_with_both() {
     std::thread::sleep(std::time::Duration::from_millis(1100));
     std::fs::write(&model, b"GGUF another test model").unwrap();
     let changed = resume(false).await;
-    assert!(changed.events.iter().any(|e| matches!(e, AgentEvent::KvRestore { used: false, miss: Some(KvMiss::ModelChanged), .. })), "{:?}", kv_restore(&changed));
+    assert!(
+        changed.events.iter().any(|e| matches!(e, AgentEvent::KvRestore { used: false, miss: Some(KvMiss::ModelChanged), .. })),
+        "{:?}",
+        kv_restore(&changed)
+    );
     assert_eq!(first_round_kv(&changed).reused, 0);
 }

@@ -50,7 +50,13 @@ impl ToolRunner for SlowWorld {
     fn requirement(&self, _call_id: &str, _name: &str, _args_json: &str) -> Result<Requirement, ToolFailure> {
         Ok(Requirement::Auto)
     }
-    fn run<'a>(&'a self, _call_id: &'a str, name: &'a str, _args_json: &'a str, _approval: Option<&'a Approval>) -> BoxFuture<'a, Result<ToolReply, ToolFailure>> {
+    fn run<'a>(
+        &'a self,
+        _call_id: &'a str,
+        name: &'a str,
+        _args_json: &'a str,
+        _approval: Option<&'a Approval>,
+    ) -> BoxFuture<'a, Result<ToolReply, ToolFailure>> {
         Box::pin(async move {
             self.runs.lock().unwrap().push(name.to_string());
             if name == "slow" {

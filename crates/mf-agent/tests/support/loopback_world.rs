@@ -25,7 +25,10 @@ pub fn world() -> Vec<(&'static str, String)> {
     vec![
         ("/api/index.json", r#"{"endpoints": ["/api/disks.json", "/api/hosts/web-03.json", "/api/teams/storage.json"], "note": "Start with disks."}"#.into()),
         ("/api/disks.json", serde_json::json!({ "disks": disks }).to_string()),
-        ("/api/hosts/web-03.json", r#"{"host": "web-03", "role": "image cache", "owner_team": "storage", "team_url": "/api/teams/storage.json", "rack": "B7"}"#.into()),
+        (
+            "/api/hosts/web-03.json",
+            r#"{"host": "web-03", "role": "image cache", "owner_team": "storage", "team_url": "/api/teams/storage.json", "rack": "B7"}"#.into(),
+        ),
         ("/api/teams/storage.json", r#"{"team": "storage", "lead": "Priya Raman", "oncall": "Tomas Berg"}"#.into()),
     ]
 }

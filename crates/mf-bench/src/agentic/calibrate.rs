@@ -279,12 +279,7 @@ mod tests {
 
     #[test]
     fn the_recommendation_goes_furthest_then_keeps_most_then_is_fastest() {
-        let rows = vec![
-            row("masking", 0.75, 4, 4, 0, 30.0),
-            row("v1", 0.75, 6, 1, 0, 90.0),
-            row("v2", 0.75, 6, 2, 1, 95.0),
-            row("v2", 0.9, 6, 2, 1, 80.0),
-        ];
+        let rows = vec![row("masking", 0.75, 4, 4, 0, 30.0), row("v1", 0.75, 6, 1, 0, 90.0), row("v2", 0.75, 6, 2, 1, 95.0), row("v2", 0.9, 6, 2, 1, 80.0)];
         let (r, why) = recommend(&rows);
         assert_eq!(r, Some(Recommendation { strategy: "v2".into(), ratio: 0.9 }));
         assert!(why.contains("6/6 calls") && why.contains("2 of 5 facts"), "{why}");

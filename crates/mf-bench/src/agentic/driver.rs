@@ -20,8 +20,7 @@ use std::sync::{Arc, OnceLock};
 
 use mf_agent::{ToolFailure, ToolReply, ToolRunner};
 use mf_inference::{
-    Backend, CancelToken, ChatMessage, GenerateRequest, Generation, KvSnapshot, ModelInfo, Role, SnapshotSlot, StopReason, TokenSink, ToolCall,
-    ToolSpec,
+    Backend, CancelToken, ChatMessage, GenerateRequest, Generation, KvSnapshot, ModelInfo, Role, SnapshotSlot, StopReason, TokenSink, ToolCall, ToolSpec,
 };
 use mf_tools::Requirement;
 use mf_tools::policy::Approval;

@@ -283,11 +283,7 @@ pub fn judge_answer(world: &World, answer: Option<&str>, fetched: &[String], see
             let wrong_found = if score == 3 {
                 Vec::new()
             } else {
-                p.wrong
-                    .iter()
-                    .filter(|k| crate::keyword::group_matches(&norm, k))
-                    .filter_map(|k| k.variants().first().map(|s| (*s).to_owned()))
-                    .collect()
+                p.wrong.iter().filter(|k| crate::keyword::group_matches(&norm, k)).filter_map(|k| k.variants().first().map(|s| (*s).to_owned())).collect()
             };
             ProbeOutcome { probe: p.id.clone(), score, fetched: fetched.contains(&p.source), wrong_found, retention: None }
         })
@@ -458,7 +454,10 @@ pub fn markdown(results: &[AgenticResult]) -> String {
             out,
             "\nRetention (facts in the final context) is by keyword: it favours strategies that keep literals. A strategy marked \"did not compact\" ran uncompacted there and is not ranked as that strategy.\n"
         );
-        let _ = writeln!(out, "| world | driver | strategy | rounds | route | compactions p / d / r | peak | exit | facts fetched | retained v / s / gone | facts in answer | confabulation | answer |");
+        let _ = writeln!(
+            out,
+            "| world | driver | strategy | rounds | route | compactions p / d / r | peak | exit | facts fetched | retained v / s / gone | facts in answer | confabulation | answer |"
+        );
         let _ = writeln!(out, "| --- | --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- | --- |");
         for x in &r.runs {
             let mut conf: Vec<String> = x.probes.iter().flat_map(|p| p.wrong_found.iter().map(|w| format!("wrong: {w}"))).collect();

@@ -33,8 +33,8 @@ use serde::{Deserialize, Serialize};
 
 pub use driver::{Driver, RouteDriven, WatchedTools};
 pub use metrics::{
-    AGENTIC_SCHEMA, AgenticResult, AgenticRun, AgenticSettings, ProbeOutcome, Retention, StrategySummary, judge_answer, markdown, numbers,
-    retention, summarise, validate_agentic,
+    AGENTIC_SCHEMA, AgenticResult, AgenticRun, AgenticSettings, ProbeOutcome, Retention, StrategySummary, judge_answer, markdown, numbers, retention,
+    summarise, validate_agentic,
 };
 pub use server::WorldServer;
 pub use world::{DEFAULT_SYSTEM, Endpoint, LoadedWorld, ProbeKind, World, WorldProbe, load_world, load_worlds, parse_world};
@@ -186,7 +186,6 @@ impl Default for AgenticConfig {
     }
 }
 
-
 /// Writes `events` as JSON lines to `dir/name` (the folder is made if missing).
 fn write_trace(dir: &std::path::Path, name: &str, events: &[AgentEvent]) -> Result<()> {
     let io = |e: std::io::Error| BenchError::WriteFile { path: dir.join(name), source: e };
@@ -221,9 +220,7 @@ pub async fn run_world(backend: Arc<dyn Backend>, world: &World, strategy: Agent
     let mut tools = mf_tools::ToolSettings::default();
     tools.http.allowed_hosts = Some(vec![format!("127.0.0.1:{}", cfg.port)]);
     tools.http.allow_loopback = true;
-    let registry = mf_tools::ToolRegistry::new(tools)
-        .await
-        .map_err(|e| BenchError::InvalidSetting { name: "tools", reason: e.to_string() })?;
+    let registry = mf_tools::ToolRegistry::new(tools).await.map_err(|e| BenchError::InvalidSetting { name: "tools", reason: e.to_string() })?;
     let watched = Arc::new(WatchedTools::new(Arc::new(registry), server.alive_flag()));
     let system = world.system.as_deref().unwrap_or(DEFAULT_SYSTEM).replace(BASE, &base);
     let question = world.question.replace(BASE, &base);
@@ -253,10 +250,7 @@ pub async fn run_world(backend: Arc<dyn Backend>, world: &World, strategy: Agent
         .map_err(|e| BenchError::InvalidSetting { name: "agent", reason: e.to_string() })?;
     watched.watch(agent.cancel_token());
     let mut sink = VecSink::default();
-    let out = agent
-        .run(&question, &mut sink)
-        .await
-        .map_err(|e| BenchError::InvalidSetting { name: "agent", reason: format!("the loop failed: {e}") })?;
+    let out = agent.run(&question, &mut sink).await.map_err(|e| BenchError::InvalidSetting { name: "agent", reason: format!("the loop failed: {e}") })?;
     let wall_ms = t.elapsed().as_millis() as u64;
     if let Some(dir) = &cfg.trace {
         write_trace(dir, &format!("{}-{}-{}.jsonl", world.id, strategy.as_str(), cfg.driver.as_str()), &sink.events)?;

@@ -50,9 +50,7 @@ impl WorldServer {
     pub fn start_dying(world: &World, port: u16, die_after: Option<usize>) -> Result<WorldServer> {
         let listener = TcpListener::bind(("127.0.0.1", port))
             .map_err(|e| BenchError::InvalidSetting { name: "port", reason: format!("cannot serve the world on 127.0.0.1:{port}: {e}") })?;
-        listener
-            .set_nonblocking(true)
-            .map_err(|e| BenchError::InvalidSetting { name: "port", reason: e.to_string() })?;
+        listener.set_nonblocking(true).map_err(|e| BenchError::InvalidSetting { name: "port", reason: e.to_string() })?;
         let stop = Arc::new(AtomicBool::new(false));
         let alive = Arc::new(AtomicBool::new(true));
         let requests = Arc::new(Mutex::new(Vec::new()));

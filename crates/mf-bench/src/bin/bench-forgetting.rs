@@ -239,7 +239,8 @@ struct ModelSpec {
 }
 
 fn main() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,llama_cpp_2=off,mf_tools::registry=error"));
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,llama_cpp_2=off,mf_tools::registry=error"));
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
     let cli = Cli::parse();
     let code = match run(cli) {
@@ -469,7 +470,13 @@ fn split_threads(a: &RunArgs) -> Result<(usize, i32)> {
     let workers = match a.workers {
         Some(0) => bail!("--workers must be at least 1"),
         Some(w) => w,
-        None => if total >= 2 { 2 } else { 1 },
+        None => {
+            if total >= 2 {
+                2
+            } else {
+                1
+            }
+        }
     };
     let per = (total / i32::try_from(workers).unwrap_or(i32::MAX)).max(1);
     Ok((workers, per))

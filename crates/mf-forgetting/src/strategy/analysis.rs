@@ -60,10 +60,7 @@ pub(super) fn analyse(messages: &[Message], zones: &Zones, chains: &[Option<usiz
     let question = messages.get(q).map(|m| m.content.as_str()).unwrap_or("");
     let qwords = dimensions::content_words(question);
     // Susceptibility counts later carriers anywhere after the pinned zone.
-    let tail: Vec<Scores> = messages[zones.pinned_end..]
-        .iter()
-        .map(|m| dimensions::score(&m.analysis_text(), &qwords))
-        .collect();
+    let tail: Vec<Scores> = messages[zones.pinned_end..].iter().map(|m| dimensions::score(&m.analysis_text(), &qwords)).collect();
     let weights = dimensions::susceptibilities(&tail, config.lambda);
     let mut scores = BTreeMap::new();
     let mut influence = BTreeMap::new();
@@ -78,12 +75,7 @@ pub(super) fn analyse(messages: &[Message], zones: &Zones, chains: &[Option<usiz
     let median = median(&mut values);
     let hops = hop_links(messages, chains, question);
     let class = match config.class_override {
-        Some(c) => Classification {
-            class: c,
-            scores: Vec::new(),
-            reason: "given by the caller".to_owned(),
-            overridden: true,
-        },
+        Some(c) => Classification { class: c, scores: Vec::new(), reason: "given by the caller".to_owned(), overridden: true },
         None => taxonomy::classify(question, &taxonomy::shape(messages, hops.len())),
     };
     Analysis { scores, influence, units, median, class, hops }

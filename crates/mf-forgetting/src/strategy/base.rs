@@ -1,9 +1,9 @@
 //! What every plan starts from, and how it is closed.
 
-use crate::estimate::estimate_after;
 use crate::budget::Budget;
 use crate::chains::chain_of;
 use crate::error::ForgettingError;
+use crate::estimate::estimate_after;
 use crate::message::Message;
 use crate::plan::{CompactionPlan, MessagePlan, PlanConfig, StrategyKind, Tier};
 use crate::reason::{Reason, Reasons};
@@ -24,12 +24,7 @@ pub(super) struct Base {
 ///
 /// # Errors
 /// An invalid budget or setting, an empty or questionless history.
-pub(super) fn base(
-    messages: &[Message],
-    budget: &Budget,
-    counter: &dyn TokenCounter,
-    config: &PlanConfig,
-) -> Result<Base, ForgettingError> {
+pub(super) fn base(messages: &[Message], budget: &Budget, counter: &dyn TokenCounter, config: &PlanConfig) -> Result<Base, ForgettingError> {
     budget.validate()?;
     config.validate()?;
     let chains = chain_of(messages);
@@ -60,14 +55,7 @@ pub(super) fn base(
 }
 
 /// The plan of a [`Base`] whose entries are decided, with its estimate.
-pub(super) fn finish(
-    kind: StrategyKind,
-    b: Base,
-    messages: &[Message],
-    budget: &Budget,
-    counter: &dyn TokenCounter,
-    config: &PlanConfig,
-) -> CompactionPlan {
+pub(super) fn finish(kind: StrategyKind, b: Base, messages: &[Message], budget: &Budget, counter: &dyn TokenCounter, config: &PlanConfig) -> CompactionPlan {
     let mut p = CompactionPlan {
         strategy: kind,
         budget: *budget,

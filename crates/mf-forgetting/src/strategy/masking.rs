@@ -2,9 +2,9 @@
 
 use super::Strategy;
 use super::base::{base, finish};
-use crate::estimate::estimate_after;
 use crate::budget::Budget;
 use crate::error::ForgettingError;
+use crate::estimate::estimate_after;
 use crate::message::{Message, MessageKind};
 use crate::plan::{CompactionPlan, PlanConfig, StrategyKind, Tier};
 use crate::reason::Reason;
@@ -28,17 +28,9 @@ impl Strategy for Masking {
 
     fn plan(&mut self, messages: &[Message], budget: &Budget, counter: &dyn TokenCounter) -> Result<CompactionPlan, ForgettingError> {
         let b = base(messages, budget, counter, &self.config)?;
-        let outputs: Vec<usize> = messages
-            .iter()
-            .enumerate()
-            .filter(|(_, m)| matches!(m.kind(), MessageKind::ToolResult | MessageKind::ToolError))
-            .map(|(i, _)| i)
-            .collect();
-        let window_start = outputs
-            .len()
-            .checked_sub(self.config.mask_keep_last)
-            .and_then(|k| outputs.get(k).copied())
-            .unwrap_or(0);
+        let outputs: Vec<usize> =
+            messages.iter().enumerate().filter(|(_, m)| matches!(m.kind(), MessageKind::ToolResult | MessageKind::ToolError)).map(|(i, _)| i).collect();
+        let window_start = outputs.len().checked_sub(self.config.mask_keep_last).and_then(|k| outputs.get(k).copied()).unwrap_or(0);
         let mut p = finish(StrategyKind::Masking, b, messages, budget, counter, &self.config);
         let compressible = p.zones.compressible();
         for &i in outputs.iter().filter(|i| compressible.contains(i)) {

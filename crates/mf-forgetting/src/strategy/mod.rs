@@ -54,20 +54,12 @@ pub trait Strategy {
     /// # Errors
     /// Invalid budget or settings, an empty or questionless history, or (v2.1)
     /// a failing evaluator.
-    fn plan(
-        &mut self,
-        messages: &[Message],
-        budget: &Budget,
-        counter: &dyn TokenCounter,
-    ) -> Result<CompactionPlan, ForgettingError>;
+    fn plan(&mut self, messages: &[Message], budget: &Budget, counter: &dyn TokenCounter) -> Result<CompactionPlan, ForgettingError>;
 }
 
 /// The error of v2.1 asked to rank by Δ without an evaluator.
 pub(crate) fn needs_evaluator() -> ForgettingError {
-    ForgettingError::InvalidSetting {
-        name: "evaluator",
-        reason: "v2.1 ranks by Δ, which needs a probe evaluator (a model, or an offline proxy)".to_owned(),
-    }
+    ForgettingError::InvalidSetting { name: "evaluator", reason: "v2.1 ranks by Δ, which needs a probe evaluator (a model, or an offline proxy)".to_owned() }
 }
 
 /// The strategies that need no evaluator, by kind (v2.1 with Φ ranking too).

@@ -90,12 +90,7 @@ pub(super) fn restore_budget(
     let graded = (ut.tier.clone(), ut.why.clone(), p.notes.len());
     loop {
         let fit = Fit::measure(p, messages, counter);
-        let victim = ut
-            .tier
-            .iter()
-            .filter(|(_, t)| **t == Tier::Verbatim)
-            .map(|(u, _)| *u)
-            .min_by(|x, y| score(*x).total_cmp(&score(*y)).then(y.cmp(x)));
+        let victim = ut.tier.iter().filter(|(_, t)| **t == Tier::Verbatim).map(|(u, _)| *u).min_by(|x, y| score(*x).total_cmp(&score(*y)).then(y.cmp(x)));
         let Some(u) = victim.filter(|_| !fit.feasible()) else {
             if !fit.feasible() && !fit.over_threshold {
                 // Declined: the demotions bought nothing, so the plan shows
@@ -116,10 +111,8 @@ pub(super) fn restore_budget(
             p.notes.push(format!("budget: verbatim unit c{u} demoted to light to fit the threshold"));
         } else {
             ut.set(u, Fidelity::Light, Reason::DemotedToShrink);
-            p.notes.push(format!(
-                "no growth: verbatim unit c{u} demoted to light so that the compacted history is smaller than the {} tokens it has",
-                fit.before
-            ));
+            p.notes
+                .push(format!("no growth: verbatim unit c{u} demoted to light so that the compacted history is smaller than the {} tokens it has", fit.before));
         }
         ut.write(p, units);
     }

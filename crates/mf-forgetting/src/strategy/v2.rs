@@ -91,17 +91,9 @@ fn grade_messages(p: &mut CompactionPlan, a: &Analysis, chains: &[Option<usize>]
 fn grade_units(p: &CompactionPlan, a: &Analysis, grades: &BTreeMap<usize, Fidelity>) -> UnitTiers {
     let mut units = UnitTiers::default();
     for (&u, members) in &a.units {
-        let mut tools = members
-            .iter()
-            .map(|&i| p.messages[i].kind)
-            .filter(|k| matches!(k, MessageKind::ToolResult | MessageKind::ToolError))
-            .peekable();
+        let mut tools = members.iter().map(|&i| p.messages[i].kind).filter(|k| matches!(k, MessageKind::ToolResult | MessageKind::ToolError)).peekable();
         let all_failed = tools.peek().is_some() && tools.all(|k| k == MessageKind::ToolError);
-        let grade = if all_failed {
-            Fidelity::Heavy
-        } else {
-            members.iter().map(|i| grades[i]).max().unwrap_or(Fidelity::Heavy)
-        };
+        let grade = if all_failed { Fidelity::Heavy } else { members.iter().map(|i| grades[i]).max().unwrap_or(Fidelity::Heavy) };
         units.tier.insert(u, grade.into());
         if members.len() > 1 {
             units.note(u, if all_failed { Reason::FailedChain } else { Reason::Chain { chain: u, fidelity: grade } });

@@ -28,13 +28,7 @@ pub(super) struct Withheld {
 /// was withheld in. A block whose Δ is ≈ 0 is not split (its units are
 /// dropped together): that assumes no unit matters only when another of the
 /// block is present — the price of the budget, stated in the plan's notes.
-pub(super) fn withholding(
-    e: &mut dyn ProbeEvaluator,
-    messages: &[Message],
-    units: &Units,
-    budget: usize,
-    eps: f64,
-) -> Result<Withheld, ForgettingError> {
+pub(super) fn withholding(e: &mut dyn ProbeEvaluator, messages: &[Message], units: &Units, budget: usize, eps: f64) -> Result<Withheld, ForgettingError> {
     // A unit's key is its first message (a chain is keyed by its call), so
     // key order is history order.
     let order: Vec<usize> = units.keys().copied().collect();
@@ -77,15 +71,10 @@ pub(super) fn withholding(
     let blocks: Vec<Vec<usize>> = (0..first).map(|k| order[k * n / first..(k + 1) * n / first].to_vec()).collect();
     test(blocks, &mut evaluations, &mut delta, &mut frontier)?;
     while budget.saturating_sub(evaluations) >= 2 && !frontier.is_empty() {
-        let best = frontier
-            .iter()
-            .enumerate()
-            .max_by(|(_, x), (_, y)| x.0.total_cmp(&y.0).then(x.1.len().cmp(&y.1.len())))
-            .map_or(0, |(i, _)| i);
+        let best = frontier.iter().enumerate().max_by(|(_, x), (_, y)| x.0.total_cmp(&y.0).then(x.1.len().cmp(&y.1.len()))).map_or(0, |(i, _)| i);
         let (_, block) = frontier.swap_remove(best);
         let (left, right) = block.split_at(block.len() / 2);
         test(vec![left.to_vec(), right.to_vec()], &mut evaluations, &mut delta, &mut frontier)?;
     }
     Ok(Withheld { delta, evaluations })
 }
-

@@ -71,20 +71,15 @@ pub(crate) async fn post_lines(
 /// bytes a token plus a few tokens of framing per message. Documented as an
 /// estimate; the server's own `prompt_tokens` in each reply is exact.
 pub(crate) fn estimate_tokens(messages: &[ChatMessage], tools_json_len: usize) -> u32 {
-    let bytes: usize = messages
-        .iter()
-        .map(|m| m.content.len() + m.tool_calls.iter().map(|c| c.name.len() + c.arguments.to_string().len()).sum::<usize>())
-        .sum();
+    let bytes: usize =
+        messages.iter().map(|m| m.content.len() + m.tool_calls.iter().map(|c| c.name.len() + c.arguments.to_string().len()).sum::<usize>()).sum();
     ((bytes + tools_json_len).div_ceil(4) + 4 * messages.len()) as u32
 }
 
 /// `tools` in the OpenAI function format, which Ollama accepts too.
 pub(crate) fn tools_json(tools: &[ToolSpec]) -> Value {
     Value::Array(
-        tools
-            .iter()
-            .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
-            .collect(),
+        tools.iter().map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}})).collect(),
     )
 }
 
@@ -109,8 +104,7 @@ pub(crate) fn model_info(model: &str, backend: &str, context_size: u32) -> Model
 
 /// One streamed line as JSON, or a protocol error naming the server.
 pub(crate) fn parse_json(url: &str, text: &str) -> Result<Value> {
-    serde_json::from_str(text)
-        .map_err(|e| InferenceError::Protocol { url: url.to_string(), reason: format!("not JSON ({e}): {text:.200}") })
+    serde_json::from_str(text).map_err(|e| InferenceError::Protocol { url: url.to_string(), reason: format!("not JSON ({e}): {text:.200}") })
 }
 
 /// The reply as it streams in: visible text (with `<think>` blocks split out

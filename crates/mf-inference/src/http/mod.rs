@@ -50,6 +50,7 @@ pub async fn list_server_models(kind: ServerKind, base: &str, api_key: Option<&s
         ServerKind::Ollama => (v.get("models"), "name"),
         ServerKind::OpenAi => (v.get("data"), "id"),
     };
-    let names: Option<Vec<String>> = list.and_then(|l| l.as_array()).map(|a| a.iter().filter_map(|m| m.get(key).and_then(|n| n.as_str()).map(str::to_owned)).collect());
+    let names: Option<Vec<String>> =
+        list.and_then(|l| l.as_array()).map(|a| a.iter().filter_map(|m| m.get(key).and_then(|n| n.as_str()).map(str::to_owned)).collect());
     names.ok_or_else(|| InferenceError::Protocol { url, reason: format!("not a model list: {text:.200}") })
 }

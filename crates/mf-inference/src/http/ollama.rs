@@ -66,9 +66,7 @@ impl OllamaBackend {
 fn message_json(m: &ChatMessage) -> Value {
     let mut v = json!({"role": m.role.as_str(), "content": m.content});
     if m.role == Role::Assistant && !m.tool_calls.is_empty() {
-        v["tool_calls"] = Value::Array(
-            m.tool_calls.iter().map(|c| json!({"function": {"name": c.name, "arguments": c.arguments}})).collect(),
-        );
+        v["tool_calls"] = Value::Array(m.tool_calls.iter().map(|c| json!({"function": {"name": c.name, "arguments": c.arguments}})).collect());
     }
     if let (Role::Tool, Some(name)) = (m.role, &m.name) {
         v["tool_name"] = json!(name);

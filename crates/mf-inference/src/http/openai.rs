@@ -31,8 +31,8 @@
 //!   [`OpenAiBackend::FRAMING_REPLY`] for the template's role markers (the template itself
 //!   stays on the server); without one, the estimate.
 
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
@@ -62,7 +62,6 @@ pub struct OpenAiBackend {
     /// Tool turns written into the text (see [`OpenAiBackend::with_tools_in_text`]).
     tools_in_text: bool,
 }
-
 
 const TOKENIZER_UNKNOWN: u8 = 0;
 const TOKENIZER_NONE: u8 = 1;
@@ -302,10 +301,7 @@ fn message_json(m: &ChatMessage) -> Value {
     let mut v = json!({"role": m.role.as_str(), "content": m.content});
     if m.role == Role::Assistant && !m.tool_calls.is_empty() {
         v["tool_calls"] = Value::Array(
-            m.tool_calls
-                .iter()
-                .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments.to_string()}}))
-                .collect(),
+            m.tool_calls.iter().map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments.to_string()}})).collect(),
         );
     }
     if let (Role::Tool, Some(id)) = (m.role, &m.tool_call_id) {
@@ -449,17 +445,12 @@ impl OpenAiBackend {
             let mut calls = Vec::new();
             let mut parse_error = None;
             for p in partial {
-                let arguments = if p.arguments.trim().is_empty() {
-                    Ok(json!({}))
-                } else {
-                    serde_json::from_str(&p.arguments)
-                };
+                let arguments = if p.arguments.trim().is_empty() { Ok(json!({})) } else { serde_json::from_str(&p.arguments) };
                 match arguments {
                     Ok(arguments) => calls.push(ToolCall { id: if p.id.is_empty() { new_call_id() } else { p.id }, name: p.name, arguments }),
                     Err(e) => {
-                        parse_error = Some(
-                            InferenceError::ToolCallParse { format: "openai", reason: format!("arguments of {} are not JSON: {e}", p.name) }.to_string(),
-                        )
+                        parse_error =
+                            Some(InferenceError::ToolCallParse { format: "openai", reason: format!("arguments of {} are not JSON: {e}", p.name) }.to_string())
                     }
                 }
             }

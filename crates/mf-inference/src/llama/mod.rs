@@ -344,10 +344,7 @@ impl LlamaSession {
     }
 
     fn branch_requests(&self, requests: &[GenerateRequest]) -> Result<Vec<worker::BranchRequest>> {
-        requests
-            .iter()
-            .map(|r| Ok(worker::BranchRequest { prompt: self.render(&r.messages, &r.tools, &r.sampling)?, sampling: r.sampling.clone() }))
-            .collect()
+        requests.iter().map(|r| Ok(worker::BranchRequest { prompt: self.render(&r.messages, &r.tools, &r.sampling)?, sampling: r.sampling.clone() })).collect()
     }
 
     /// Whether a branched call must take the plain path: branches sample

@@ -13,7 +13,6 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 use std::time::Instant;
 
-use llama_cpp_2::{LlamaStateSeqFlags, SeqState};
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend;
@@ -22,6 +21,7 @@ use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaModel, RopeType};
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::{LlamaStateSeqFlags, SeqState};
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
@@ -87,8 +87,7 @@ pub(crate) fn run(backend: &'static LlamaBackend, config: LlamaConfig, ready: st
 
 fn load(backend: &LlamaBackend, config: &LlamaConfig) -> Result<LlamaModel> {
     let params = LlamaModelParams::default().with_n_gpu_layers(config.n_gpu_layers);
-    LlamaModel::load_from_file(backend, &config.model_path, &params)
-        .map_err(|_| InferenceError::CorruptModel { path: config.model_path.clone() })
+    LlamaModel::load_from_file(backend, &config.model_path, &params).map_err(|_| InferenceError::CorruptModel { path: config.model_path.clone() })
 }
 
 fn serve(backend: &LlamaBackend, config: &LlamaConfig, model: &LlamaModel, ready: std::sync::mpsc::SyncSender<Result<Ready>>, mut rx: mpsc::Receiver<Command>) {
@@ -107,9 +106,7 @@ fn serve(backend: &LlamaBackend, config: &LlamaConfig, model: &LlamaModel, ready
             return;
         }
     }
-    let threads = config
-        .n_threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get() as i32).unwrap_or(1));
+    let threads = config.n_threads.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get() as i32).unwrap_or(1));
     let n_batch = config.n_batch.clamp(1, n_ctx);
     let sliding_window = architecture_key(model, "attention.sliding_window").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
     let shift = config.kv_shift && memory_can_shift(model, sliding_window, config.swa_full);
@@ -203,8 +200,6 @@ fn partial_trim_rope(model: &LlamaModel) -> bool {
     !matches!(model.rope_type(), Some(RopeType::MRope | RopeType::IMRope | RopeType::Vision)) && !model.is_recurrent() && !model.is_hybrid()
 }
 
-
-
 /// `{architecture}.{suffix}` from the GGUF metadata.
 fn architecture_key(model: &LlamaModel, suffix: &str) -> Option<String> {
     let arch = model.meta_val_str("general.architecture").ok()?;
@@ -234,7 +229,6 @@ struct Worker<'m> {
     /// In-memory snapshots by name: the sequence state and its tokens.
     memory: HashMap<String, (SeqState, Vec<LlamaToken>)>,
 }
-
 
 fn ids(tokens: &[LlamaToken]) -> Vec<i32> {
     tokens.iter().map(|t| t.0).collect()
@@ -296,11 +290,10 @@ impl Worker<'_> {
         self.last_logits = None;
     }
 
-
     fn tokenize(&self, text: &str) -> Vec<LlamaToken> {
         let vocab = self.model.vocab();
         // Templates that write the BOS themselves must not get a second one.
-        let add_bos = vocab.should_add_bos() && !(self.bos.is_empty() || text.starts_with(&self.bos)) ;
+        let add_bos = vocab.should_add_bos() && !(self.bos.is_empty() || text.starts_with(&self.bos));
         vocab.tokenize(text.as_bytes(), add_bos, true)
     }
 
@@ -401,7 +394,6 @@ impl Worker<'_> {
         Ok((lcp, 0))
     }
 
-
     /// Decodes `tokens` at the end of the cache; logits only for the last one.
     fn decode(&mut self, tokens: &[LlamaToken], cancel: Option<&CancelToken>) -> Result<bool> {
         let mut rest = tokens;
@@ -419,9 +411,7 @@ impl Worker<'_> {
             rest = tail;
             let mut batch = LlamaBatch::new(chunk.len(), 1);
             for (i, t) in chunk.iter().enumerate() {
-                batch
-                    .add(*t, (start + i) as i32, &[SEQ], i + 1 == chunk.len())
-                    .map_err(|e| InferenceError::Decode(e.to_string()))?;
+                batch.add(*t, (start + i) as i32, &[SEQ], i + 1 == chunk.len()).map_err(|e| InferenceError::Decode(e.to_string()))?;
             }
             if let Err(e) = self.ctx.decode(&mut batch) {
                 // The failed batch may be half in the cache: drop it all.

@@ -179,19 +179,11 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(200);
 /// # Errors
 /// [`DownloadError`]; a broken or cancelled download keeps its `.part` file so the
 /// next call resumes it.
-pub async fn download(
-    req: &DownloadRequest,
-    mut on_progress: impl FnMut(&Progress),
-    cancel: &CancelToken,
-) -> Result<Downloaded, DownloadError> {
+pub async fn download(req: &DownloadRequest, mut on_progress: impl FnMut(&Progress), cancel: &CancelToken) -> Result<Downloaded, DownloadError> {
     let url = parse_url(&req.url)?;
     let file_name = match &req.file_name {
         Some(n) => n.clone(),
-        None => url
-            .path_segments()
-            .and_then(|mut s| s.next_back())
-            .map(str::to_string)
-            .unwrap_or_default(),
+        None => url.path_segments().and_then(|mut s| s.next_back()).map(str::to_string).unwrap_or_default(),
     };
     check_file_name(&file_name)?;
     let given = req.sha256.as_deref().map(normalise_sha).transpose()?;
@@ -219,25 +211,14 @@ pub async fn download(
         on_progress(&Progress::Verifying);
         let (bytes, actual) = hash_file(&dest, None)?;
         if actual == expected {
-            return Ok(Downloaded {
-                path: dest,
-                bytes,
-                sha256: actual,
-                checksum_source,
-                resumed_from: 0,
-                received: 0,
-                already_present: true,
-            });
+            return Ok(Downloaded { path: dest, bytes, sha256: actual, checksum_source, resumed_from: 0, received: 0, already_present: true });
         }
         return Err(DownloadError::ExistsDifferent { path: dest, expected, actual });
     }
 
     // Resume only a `.part` that belongs to the same checksum.
     let meta = PartMeta { url: req.url.clone(), sha256: expected.clone() };
-    let same_download = std::fs::read(&meta_path)
-        .ok()
-        .and_then(|b| serde_json::from_slice::<PartMeta>(&b).ok())
-        .is_some_and(|m| m.sha256 == expected);
+    let same_download = std::fs::read(&meta_path).ok().and_then(|b| serde_json::from_slice::<PartMeta>(&b).ok()).is_some_and(|m| m.sha256 == expected);
     if !same_download {
         let _ = std::fs::remove_file(&part);
     }
@@ -267,11 +248,8 @@ pub async fn download(
     let resp = request.send().await.map_err(|e| http_err(&req.url, &e))?;
     let status = resp.status();
     let resumed_from = if status == reqwest::StatusCode::PARTIAL_CONTENT && have > 0 {
-        let starts_at_have = resp
-            .headers()
-            .get(reqwest::header::CONTENT_RANGE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with(&format!("bytes {have}-")));
+        let starts_at_have =
+            resp.headers().get(reqwest::header::CONTENT_RANGE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with(&format!("bytes {have}-")));
         if !starts_at_have {
             return Err(DownloadError::Http { url: req.url.clone(), reason: "the server resumed at a different offset".into() });
         }
@@ -287,19 +265,10 @@ pub async fn download(
     } else {
         return Err(DownloadError::Status { url: req.url.clone(), status: status.as_u16() });
     };
-    let total = if resumed_from > 0 {
-        probe.size.or_else(|| resp.content_length().map(|n| n + resumed_from))
-    } else {
-        resp.content_length().or(probe.size)
-    };
+    let total = if resumed_from > 0 { probe.size.or_else(|| resp.content_length().map(|n| n + resumed_from)) } else { resp.content_length().or(probe.size) };
 
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .write(true)
-        .append(resumed_from > 0)
-        .truncate(resumed_from == 0)
-        .open(&part)
-        .map_err(|e| io_err(&part, &e))?;
+    let file =
+        std::fs::OpenOptions::new().create(true).write(true).append(resumed_from > 0).truncate(resumed_from == 0).open(&part).map_err(|e| io_err(&part, &e))?;
     let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
     let mut received = 0u64;
     let mut last = Instant::now();
@@ -413,16 +382,8 @@ fn parse_url(raw: &str) -> Result<url::Url, DownloadError> {
 }
 
 fn check_file_name(name: &str) -> Result<(), DownloadError> {
-    let ok = name.ends_with(".gguf")
-        && name.len() > 5
-        && !name.starts_with('.')
-        && !name.contains(['/', '\\', '\0'])
-        && name != "..";
-    if ok {
-        Ok(())
-    } else {
-        Err(DownloadError::Invalid(format!("{name:?} is not a plain file name ending in .gguf")))
-    }
+    let ok = name.ends_with(".gguf") && name.len() > 5 && !name.starts_with('.') && !name.contains(['/', '\\', '\0']) && name != "..";
+    if ok { Ok(()) } else { Err(DownloadError::Invalid(format!("{name:?} is not a plain file name ending in .gguf"))) }
 }
 
 /// Lower-cases and checks a sha256 given as 64 hex digits.

@@ -128,18 +128,13 @@ pub fn read_info_from<R: Read + Seek>(r: &mut R) -> Result<GgufInfo, GgufError> 
     }
     let table = kv_count * MIN_KV_BYTES + tensor_count * MIN_TENSOR_INFO_BYTES;
     if 24 + table > size {
-        return Err(GgufError::Truncated {
-            what: format!("{kv_count} metadata entries and {tensor_count} tensors"),
-            needed: 24 + table,
-            size,
-        });
+        return Err(GgufError::Truncated { what: format!("{kv_count} metadata entries and {tensor_count} tensors"), needed: 24 + table, size });
     }
     let mut info = GgufInfo { version, tensor_count, metadata_count: kv_count, ..GgufInfo::default() };
     let mut context_lengths: Vec<(String, u64)> = Vec::new();
     let mut alignment: u64 = 32;
     for i in 0..kv_count {
-        read_entry(r, size, &mut info, &mut context_lengths, &mut alignment)
-            .map_err(|e| eof(&format!("metadata entry {} of {kv_count}", i + 1), e, r))?;
+        read_entry(r, size, &mut info, &mut context_lengths, &mut alignment).map_err(|e| eof(&format!("metadata entry {} of {kv_count}", i + 1), e, r))?;
     }
     if alignment == 0 || !alignment.is_power_of_two() {
         return Err(GgufError::Malformed(format!("alignment {alignment}")));
@@ -166,10 +161,7 @@ pub fn read_info_from<R: Read + Seek>(r: &mut R) -> Result<GgufInfo, GgufError> 
     }
     info.bytes_needed = needed;
     // The architecture may come after its context length in the file.
-    info.context_length = context_lengths
-        .iter()
-        .find(|(arch, _)| Some(arch) == info.architecture.as_ref())
-        .map(|(_, v)| *v);
+    info.context_length = context_lengths.iter().find(|(arch, _)| Some(arch) == info.architecture.as_ref()).map(|(_, v)| *v);
     Ok(info)
 }
 
@@ -233,25 +225,25 @@ fn tensor_end<R: Read>(r: &mut R) -> Result<u64, GgufError> {
 /// is fixed and well known; `None` for the others.
 fn tensor_block(ty: u32) -> Option<(u64, u64)> {
     Some(match ty {
-        0 => (1, 4),     // F32
-        1 => (1, 2),     // F16
-        2 => (32, 18),   // Q4_0
-        3 => (32, 20),   // Q4_1
-        6 => (32, 22),   // Q5_0
-        7 => (32, 24),   // Q5_1
-        8 => (32, 34),   // Q8_0
-        9 => (32, 36),   // Q8_1
-        10 => (256, 84), // Q2_K
-        11 => (256, 110), // Q3_K
-        12 => (256, 144), // Q4_K
-        13 => (256, 176), // Q5_K
-        14 => (256, 210), // Q6_K
-        15 => (256, 292), // Q8_K
-        24 => (1, 1),    // I8
-        25 => (1, 2),    // I16
-        26 => (1, 4),    // I32
+        0 => (1, 4),       // F32
+        1 => (1, 2),       // F16
+        2 => (32, 18),     // Q4_0
+        3 => (32, 20),     // Q4_1
+        6 => (32, 22),     // Q5_0
+        7 => (32, 24),     // Q5_1
+        8 => (32, 34),     // Q8_0
+        9 => (32, 36),     // Q8_1
+        10 => (256, 84),   // Q2_K
+        11 => (256, 110),  // Q3_K
+        12 => (256, 144),  // Q4_K
+        13 => (256, 176),  // Q5_K
+        14 => (256, 210),  // Q6_K
+        15 => (256, 292),  // Q8_K
+        24 => (1, 1),      // I8
+        25 => (1, 2),      // I16
+        26 => (1, 4),      // I32
         27 | 28 => (1, 8), // I64, F64
-        30 => (1, 2),    // BF16
+        30 => (1, 2),      // BF16
         _ => return None,
     })
 }

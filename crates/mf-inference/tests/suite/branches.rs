@@ -34,7 +34,11 @@ const SAME_START: usize = 16;
 
 /// The benchmark's probe sampling (temperature 0.1, a fixed seed) or greedy.
 fn sampling(greedy: bool) -> Sampling {
-    if greedy { Sampling::greedy(MAX) } else { Sampling { temperature: 0.1, top_p: 1.0, top_k: 0, seed: 17, max_tokens: MAX, stop: vec![], thinking: Thinking::Off } }
+    if greedy {
+        Sampling::greedy(MAX)
+    } else {
+        Sampling { temperature: 0.1, top_p: 1.0, top_k: 0, seed: 17, max_tokens: MAX, stop: vec![], thinking: Thinking::Off }
+    }
 }
 
 fn request(messages: Vec<ChatMessage>, sampling: Sampling) -> GenerateRequest {

@@ -65,21 +65,14 @@ async fn serve() -> Server {
                 let mut lines = head.lines();
                 let first: Vec<&str> = lines.next().unwrap_or("").split(' ').collect();
                 let (method, path) = (first[0].to_string(), first.get(1).unwrap_or(&"/").to_string());
-                let range = lines
-                    .filter_map(|l| l.split_once(':'))
-                    .find(|(k, _)| k.eq_ignore_ascii_case("range"))
-                    .map(|(_, v)| v.trim().to_string());
+                let range = lines.filter_map(|l| l.split_once(':')).find(|(k, _)| k.eq_ignore_ascii_case("range")).map(|(_, v)| v.trim().to_string());
                 seen.lock().unwrap().push(Seen { method: method.clone(), path: path.clone(), range: range.clone() });
                 let sha = hex::encode(Sha256::digest(body.as_slice()));
                 let head_only = method == "HEAD";
                 let (status, mut headers, payload, cut): (&str, Vec<String>, &[u8], bool) = match path.as_str() {
                     "/hf/model.gguf" => (
                         "302 Found",
-                        vec![
-                            "Location: /model.gguf".into(),
-                            format!("x-linked-etag: \"{sha}\""),
-                            format!("x-linked-size: {}", body.len()),
-                        ],
+                        vec!["Location: /model.gguf".into(), format!("x-linked-etag: \"{sha}\""), format!("x-linked-size: {}", body.len())],
                         &[][..],
                         false,
                     ),
@@ -97,12 +90,7 @@ async fn serve() -> Server {
                         };
                         match start {
                             Some(s) if s >= body.len() => ("416 Range Not Satisfiable", vec![], &[][..], false),
-                            Some(s) => (
-                                "206 Partial Content",
-                                vec![format!("Content-Range: bytes {s}-{}/{}", body.len() - 1, body.len())],
-                                &body[s..],
-                                false,
-                            ),
+                            Some(s) => ("206 Partial Content", vec![format!("Content-Range: bytes {s}-{}/{}", body.len() - 1, body.len())], &body[s..], false),
                             None => ("200 OK", vec!["Accept-Ranges: bytes".into()], &body[..], cut),
                         }
                     }
@@ -132,9 +120,8 @@ async fn fresh_download_reports_progress_and_verifies() {
     let server = serve().await;
     let dir = tempfile::tempdir().unwrap();
     let mut progress = Vec::new();
-    let done = download(&req(&server, "/model.gguf", dir.path(), Some(server.sha().to_uppercase())), |p| progress.push(p.clone()), &CancelToken::new())
-        .await
-        .unwrap();
+    let done =
+        download(&req(&server, "/model.gguf", dir.path(), Some(server.sha().to_uppercase())), |p| progress.push(p.clone()), &CancelToken::new()).await.unwrap();
     assert_eq!(done.bytes, server.body.len() as u64);
     assert_eq!(done.received, server.body.len() as u64);
     assert_eq!(done.checksum_source, ChecksumSource::Given);

@@ -3,8 +3,7 @@
 //! captures the request.
 
 use mf_inference::{
-    Backend, CancelToken, ChatMessage, GenerateRequest, InferenceError, OllamaBackend, OpenAiBackend, Sampling, StopReason, StreamEvent,
-    Thinking,
+    Backend, CancelToken, ChatMessage, GenerateRequest, InferenceError, OllamaBackend, OpenAiBackend, Sampling, StopReason, StreamEvent, Thinking,
 };
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -45,10 +44,7 @@ async fn serve_seq(replies: Vec<(u16, &'static str, &'static str)>) -> (String, 
                 }
             };
             let head = String::from_utf8_lossy(&buf[..header_end]).into_owned();
-            let len: usize = head
-                .lines()
-                .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap()))
-                .unwrap_or(0);
+            let len: usize = head.lines().find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap())).unwrap_or(0);
             while buf.len() < header_end + len {
                 let n = sock.read(&mut tmp).await.unwrap();
                 buf.extend_from_slice(&tmp[..n]);

@@ -4,8 +4,8 @@
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use mf_inference::{
-    Backend, CancelToken, ChatMessage, GenerateRequest, Generation, InferenceError, KvPath, LlamaConfig, LlamaSession, Sampling,
-    StopReason, StreamEvent, Thinking,
+    Backend, CancelToken, ChatMessage, GenerateRequest, Generation, InferenceError, KvPath, LlamaConfig, LlamaSession, Sampling, StopReason, StreamEvent,
+    Thinking,
 };
 use pretty_assertions::assert_eq;
 
@@ -106,7 +106,10 @@ fn partial_trim_keeps_prefix(s: &LlamaSession) {
     assert!(kv.trimmed > 0, "{kv:?}");
     assert!(kv.reused + 2 >= head_tokens, "pinned prefix kept: {kv:?} vs {head_tokens}");
     assert!(kv.reused < kv.prompt_tokens);
-    assert_eq!(s.cached_tokens_blocking().unwrap(), kv.prompt_tokens + trimmed.usage.completion_tokens - u32::from(trimmed.stop_reason == StopReason::StopString));
+    assert_eq!(
+        s.cached_tokens_blocking().unwrap(),
+        kv.prompt_tokens + trimmed.usage.completion_tokens - u32::from(trimmed.stop_reason == StopReason::StopString)
+    );
     s.clear_blocking().unwrap();
     let fresh = generate(s, &compacted, 12);
     assert_eq!(trimmed.raw_text, fresh.raw_text);
@@ -365,10 +368,7 @@ async fn backend_trait_async_path() {
     let s = tokio::task::spawn_blocking(move || LlamaSession::load(LlamaConfig::new(path).with_n_ctx(512))).await.unwrap().unwrap();
     let backend: &dyn Backend = &s;
     let n = backend.count_tokens(&question(), &[]).await.unwrap();
-    let g = backend
-        .generate(GenerateRequest { messages: question(), tools: vec![], sampling: Sampling::greedy(4) }, None, CancelToken::new())
-        .await
-        .unwrap();
+    let g = backend.generate(GenerateRequest { messages: question(), tools: vec![], sampling: Sampling::greedy(4) }, None, CancelToken::new()).await.unwrap();
     assert_eq!(g.usage.kv.prompt_tokens, n);
     assert_eq!(backend.model_info().tool_format.as_deref(), Some("fenced_json"));
     assert_eq!(backend.context_size(), 512);
@@ -417,8 +417,7 @@ fn smollm2_tool_calls_are_held_to_the_schema_by_the_grammar() {
     let texts = |v: &[Generation]| v.iter().map(|g| (g.stop_reason, g.raw_text.clone())).collect::<Vec<_>>();
     eprintln!("with the grammar: {:?}", texts(&with));
     // A call cut by max_tokens is the budget's doing, not the grammar's.
-    let complete =
-        |g: &&Generation| (g.raw_text.contains("```json") || g.raw_text.contains("```\n{")) && g.stop_reason != StopReason::MaxTokens;
+    let complete = |g: &&Generation| (g.raw_text.contains("```json") || g.raw_text.contains("```\n{")) && g.stop_reason != StopReason::MaxTokens;
     let opened = with.iter().filter(complete).count();
     assert!(opened > 0, "no reply opened and finished a call: the test would prove nothing");
     for g in with.iter().filter(complete) {
@@ -614,8 +613,16 @@ fn gemma3_checkpoints_replace_swa_full() {
     };
     let (r_ckpt, dec_ckpt, mem_ckpt_before, ckpt, mem_ckpt, fresh_ckpt) = run(false);
     let (r_full, dec_full, mem_full_before, full, mem_full, fresh_full) = run(true);
-    eprintln!("swa_full: rounds {:?}\n  decoded in 6 rounds {dec_full}, memory after round 6 {mem_full_before:?}\n  compaction {:?}\n  memory {mem_full:?}", r_full.iter().map(|k| (k.decoded, k.path)).collect::<Vec<_>>(), full.usage.kv);
-    eprintln!("checkpoints: rounds {:?}\n  decoded in 6 rounds {dec_ckpt}, memory after round 6 {mem_ckpt_before:?}\n  compaction {:?}\n  memory {mem_ckpt:?}", r_ckpt.iter().map(|k| (k.decoded, k.path)).collect::<Vec<_>>(), ckpt.usage.kv);
+    eprintln!(
+        "swa_full: rounds {:?}\n  decoded in 6 rounds {dec_full}, memory after round 6 {mem_full_before:?}\n  compaction {:?}\n  memory {mem_full:?}",
+        r_full.iter().map(|k| (k.decoded, k.path)).collect::<Vec<_>>(),
+        full.usage.kv
+    );
+    eprintln!(
+        "checkpoints: rounds {:?}\n  decoded in 6 rounds {dec_ckpt}, memory after round 6 {mem_ckpt_before:?}\n  compaction {:?}\n  memory {mem_ckpt:?}",
+        r_ckpt.iter().map(|k| (k.decoded, k.path)).collect::<Vec<_>>(),
+        ckpt.usage.kv
+    );
     eprintln!("replies: swa_full {:?} (fresh {:?}); checkpoints {:?} (fresh {:?})", full.raw_text, fresh_full.raw_text, ckpt.raw_text, fresh_ckpt.raw_text);
     // Rounds 2-6 extend the previous prompt (past the window, 512): the
     // cache is kept, never cleared, and decodes what the full cache decodes.
@@ -637,5 +644,8 @@ fn gemma3_checkpoints_replace_swa_full() {
     // Measured (n_ctx 2048, 1,473 tokens): the sequence's state is the same
     // size either way (12.4 MB) and the checkpoints add 18.7 MB: at this
     // context the saving is in the window layers' allocated cache only.
-    eprintln!("sequence bytes: swa_full {} / window + checkpoints {} + {}", mem_full_before.sequence_bytes, mem_ckpt_before.sequence_bytes, mem_ckpt_before.checkpoint_bytes);
+    eprintln!(
+        "sequence bytes: swa_full {} / window + checkpoints {} + {}",
+        mem_full_before.sequence_bytes, mem_ckpt_before.sequence_bytes, mem_ckpt_before.checkpoint_bytes
+    );
 }

@@ -1,6 +1,6 @@
+mod branches;
 mod download;
 mod http;
-mod branches;
 mod llama;
 mod support;
 mod templates;

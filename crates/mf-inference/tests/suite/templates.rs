@@ -10,9 +10,7 @@ const QWEN3: &str = include_str!("../fixtures/qwen3.jinja");
 
 fn render(t: &ChatTemplate, thinking: bool, with_tools: bool) -> String {
     let tools = if with_tools { tools() } else { Vec::new() };
-    t.render(&tool_conversation(), &tools, RenderOptions { add_generation_prompt: true, thinking })
-        .unwrap_or_else(|e| panic!("render: {e}"))
-        .text
+    t.render(&tool_conversation(), &tools, RenderOptions { add_generation_prompt: true, thinking }).unwrap_or_else(|e| panic!("render: {e}")).text
 }
 
 #[test]
@@ -60,11 +58,7 @@ fn qwen3_fixture_native_tools_and_thinking() {
 #[test]
 fn qwen3_strips_old_thinking_and_keeps_last() {
     let t = ChatTemplate::new(QWEN3, "", "<|im_end|>").unwrap();
-    let msgs = vec![
-        ChatMessage::user("2+2?"),
-        ChatMessage::assistant("<think>\nadd\n</think>\n\n4"),
-        ChatMessage::user("3+3?"),
-    ];
+    let msgs = vec![ChatMessage::user("2+2?"), ChatMessage::assistant("<think>\nadd\n</think>\n\n4"), ChatMessage::user("3+3?")];
     let text = t.render(&msgs, &[], RenderOptions { add_generation_prompt: true, thinking: true }).unwrap().text;
     assert!(!text.contains("add"), "history thinking is dropped: {text}");
     assert!(text.contains("<|im_start|>assistant\n4<|im_end|>"), "{text}");

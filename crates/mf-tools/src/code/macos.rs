@@ -56,7 +56,10 @@ pub(super) async fn run(args: &CodeArgs, cfg: &CodeConfig) -> Result<CodeResult,
     let script = scratch.join(format!("main-{run_id}.{ext}"));
     std::fs::write(&script, &args.code).map_err(|e| ToolError::SandboxFailed(e.to_string()))?;
     let mut cmd = tokio::process::Command::new(SANDBOX_EXEC);
-    cmd.arg("-p").arg(profile(&scratch_s)).arg(&interp).arg(&script)
+    cmd.arg("-p")
+        .arg(profile(&scratch_s))
+        .arg(&interp)
+        .arg(&script)
         .env_clear()
         .env("PATH", "/usr/bin:/bin")
         .env("HOME", &scratch_s)
@@ -112,15 +115,7 @@ pub(super) async fn run(args: &CodeArgs, cfg: &CodeConfig) -> Result<CodeResult,
     let stderr = err_task.await.map(HeadTail::finish).unwrap_or_else(|_| HeadTail::new(0, 0).finish());
     let _ = std::fs::remove_dir_all(&scratch);
     use std::os::unix::process::ExitStatusExt;
-    let mut r = CodeResult {
-        exit_code: status.and_then(|s| s.code()),
-        signal: status.and_then(|s| s.signal()),
-        timed_out,
-        stdout,
-        stderr,
-        note: None,
-        run_id,
-    };
+    let mut r = CodeResult { exit_code: status.and_then(|s| s.code()), signal: status.and_then(|s| s.signal()), timed_out, stdout, stderr, note: None, run_id };
     r.note = note_for(&r, &limits);
     Ok(r)
 }

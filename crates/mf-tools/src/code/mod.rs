@@ -260,10 +260,7 @@ pub(crate) fn note_for(r: &CodeResult, limits: &CodeLimits) -> Option<String> {
     }
     for (name, c) in [("stdout", &r.stdout), ("stderr", &r.stderr)] {
         if c.truncated {
-            parts.push(format!(
-                "{name} was {} bytes; kept the first {} and the last {}",
-                c.total_bytes, limits.output_head_bytes, limits.output_tail_bytes
-            ));
+            parts.push(format!("{name} was {} bytes; kept the first {} and the last {}", c.total_bytes, limits.output_head_bytes, limits.output_tail_bytes));
         }
     }
     (!parts.is_empty()).then(|| parts.join("; "))

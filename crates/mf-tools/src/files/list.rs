@@ -79,12 +79,5 @@ pub fn list(ws: &Workspace, args: &ListArgs) -> Result<Listing, ToolError> {
         entries.push(Entry { name, kind: kind_name(&ft).into(), size });
     }
     entries.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(Listing {
-        path: rel.display().to_string(),
-        entries,
-        hidden,
-        truncated: stopped_by.is_some(),
-        stopped_by,
-        note: stopped_by.map(|l| l.note(lim)),
-    })
+    Ok(Listing { path: rel.display().to_string(), entries, hidden, truncated: stopped_by.is_some(), stopped_by, note: stopped_by.map(|l| l.note(lim)) })
 }

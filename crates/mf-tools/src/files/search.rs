@@ -80,15 +80,7 @@ pub fn search(ws: &Workspace, args: &SearchArgs) -> Result<SearchResult, ToolErr
     let (r, start) = resolve(ws, args.root.as_deref(), &args.path)?;
     let lim = &ws.limits;
     let mut budget = Budget::new(lim);
-    let mut out = SearchResult {
-        matches: Vec::new(),
-        files_searched: 0,
-        files_skipped: 0,
-        entries_visited: 0,
-        truncated: false,
-        stopped_by: None,
-        note: None,
-    };
+    let mut out = SearchResult { matches: Vec::new(), files_searched: 0, files_skipped: 0, entries_visited: 0, truncated: false, stopped_by: None, note: None };
     let stopped = walk(r, start, lim, &mut budget, &re, &mut out).err();
     out.entries_visited = budget.visited;
     out.truncated = stopped.is_some();

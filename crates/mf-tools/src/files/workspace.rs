@@ -86,7 +86,10 @@ pub fn denied_name(name: &str) -> Option<&'static str> {
     if [".ssh", ".gnupg", ".aws", ".kube", ".docker", ".azure", ".gcloud"].contains(&n.as_str()) {
         return Some("credential folders are not readable");
     }
-    if n.starts_with("id_") && !n.ends_with(".pub") && ["id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk", "id_ed25519_sk"].iter().any(|k| n.starts_with(k)) {
+    if n.starts_with("id_")
+        && !n.ends_with(".pub")
+        && ["id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk", "id_ed25519_sk"].iter().any(|k| n.starts_with(k))
+    {
         return Some("private keys are not readable");
     }
     if [".netrc", "_netrc", ".pgpass", ".git-credentials", ".npmrc", ".pypirc", ".htpasswd", "credentials.json", "secrets.json"].contains(&n.as_str()) {

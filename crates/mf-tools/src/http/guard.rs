@@ -22,11 +22,7 @@ struct HostRule {
 impl HostRule {
     fn parse(entry: &str) -> Option<HostRule> {
         let e = entry.trim().to_ascii_lowercase();
-        let e = e
-            .strip_prefix("http://")
-            .or_else(|| e.strip_prefix("https://"))
-            .unwrap_or(&e)
-            .trim_end_matches('/');
+        let e = e.strip_prefix("http://").or_else(|| e.strip_prefix("https://")).unwrap_or(&e).trim_end_matches('/');
         if let Some(rest) = e.strip_prefix('[') {
             let (host, after) = rest.split_once(']')?;
             let port = match after.strip_prefix(':') {
@@ -37,10 +33,7 @@ impl HostRule {
             return Some(HostRule { host: host.to_string(), port });
         }
         match e.rsplit_once(':') {
-            Some((h, p)) if !h.contains(':') => Some(HostRule {
-                host: h.trim_end_matches('.').to_string(),
-                port: Some(p.parse().ok()?),
-            }),
+            Some((h, p)) if !h.contains(':') => Some(HostRule { host: h.trim_end_matches('.').to_string(), port: Some(p.parse().ok()?) }),
             Some(_) => Some(HostRule { host: e.to_string(), port: None }), // bare IPv6
             None => Some(HostRule { host: e.trim_end_matches('.').to_string(), port: None }),
         }
@@ -81,10 +74,8 @@ impl Guard {
             Some(list) => Some(
                 list.iter()
                     .map(|e| {
-                        HostRule::parse(e).ok_or_else(|| ToolError::InvalidArguments {
-                            tool: "http".into(),
-                            message: format!("allow-list entry `{e}` is not host[:port]"),
-                        })
+                        HostRule::parse(e)
+                            .ok_or_else(|| ToolError::InvalidArguments { tool: "http".into(), message: format!("allow-list entry `{e}` is not host[:port]") })
                     })
                     .collect::<Result<Vec<_>, _>>()?,
             ),
@@ -94,20 +85,14 @@ impl Guard {
 
     /// Does an allow-list entry name this host (and port, if given)?
     fn listed(&self, host: &str, port: Option<u16>) -> bool {
-        self.rules.as_ref().is_some_and(|rules| {
-            rules
-                .iter()
-                .any(|r| r.matches_host(host) && (r.port.is_none() || port.is_none() || r.port == port))
-        })
+        self.rules.as_ref().is_some_and(|rules| rules.iter().any(|r| r.matches_host(host) && (r.port.is_none() || port.is_none() || r.port == port)))
     }
 
     /// Is there an exact loopback entry for this host (and port, if given)?
     fn loopback_listed(&self, host: &str, port: Option<u16>) -> bool {
-        self.rules.as_ref().is_some_and(|rules| {
-            rules.iter().any(|r| {
-                r.is_loopback_entry() && r.host == host && (r.port.is_none() || port.is_none() || r.port == port)
-            })
-        })
+        self.rules
+            .as_ref()
+            .is_some_and(|rules| rules.iter().any(|r| r.is_loopback_entry() && r.host == host && (r.port.is_none() || port.is_none() || r.port == port)))
     }
 
     /// May a connection go to `ip` for `host`? Blocked ranges are refused

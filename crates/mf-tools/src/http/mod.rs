@@ -41,8 +41,8 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 use crate::ToolError;
-use guard::{Guard, GuardedResolver};
 pub use guard::Lookup;
+use guard::{Guard, GuardedResolver};
 pub use outgoing::{Outgoing, host_key_of, outgoing};
 pub use ranges::blocked_range;
 
@@ -143,8 +143,17 @@ pub struct HttpResponse {
 
 /// Headers the tool manages itself or that could smuggle requests.
 const FORBIDDEN_HEADERS: &[&str] = &[
-    "host", "content-length", "transfer-encoding", "connection", "upgrade", "te", "trailer",
-    "keep-alive", "proxy-authorization", "proxy-connection", "expect",
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "upgrade",
+    "te",
+    "trailer",
+    "keep-alive",
+    "proxy-authorization",
+    "proxy-connection",
+    "expect",
 ];
 
 /// Run one `http` call under `policy`.
@@ -216,7 +225,6 @@ fn request_body(args: &HttpArgs) -> Result<Option<(Vec<u8>, &'static str)>, Tool
     })
 }
 
-
 fn invalid(message: String) -> ToolError {
     ToolError::InvalidArguments { tool: "http".into(), message }
 }
@@ -255,9 +263,7 @@ async fn exchange(
             let loc = loc.to_str().map_err(|_| ToolError::InvalidUrl("redirect location is not text".into()))?;
             let next = url.join(loc).map_err(|e| ToolError::InvalidUrl(format!("redirect to `{loc}`: {e}")))?;
             // 303, and 301/302 after POST, become GET without a body (as browsers do).
-            if status == reqwest::StatusCode::SEE_OTHER
-                || (method == reqwest::Method::POST && (status.as_u16() == 301 || status.as_u16() == 302))
-            {
+            if status == reqwest::StatusCode::SEE_OTHER || (method == reqwest::Method::POST && (status.as_u16() == 301 || status.as_u16() == 302)) {
                 method = reqwest::Method::GET;
                 body = None;
             }
@@ -283,11 +289,7 @@ async fn exchange(
             url = next;
             continue;
         }
-        let content_type = resp
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
+        let content_type = resp.headers().get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_string);
         let mut buf: Vec<u8> = Vec::new();
         let mut truncated = false;
         while let Some(chunk) = resp.chunk().await.map_err(|e| transport(e, limits))? {

@@ -80,17 +80,12 @@ fn bad(server: &str, field: &str, message: impl Into<String>) -> ToolError {
 
 fn strings(server: &str, field: &str, v: &Value) -> Result<Vec<String>, ToolError> {
     let arr = v.as_array().ok_or_else(|| bad(server, field, "must be an array of strings"))?;
-    arr.iter()
-        .enumerate()
-        .map(|(i, x)| x.as_str().map(str::to_owned).ok_or_else(|| bad(server, &format!("{field}[{i}]"), "must be a string")))
-        .collect()
+    arr.iter().enumerate().map(|(i, x)| x.as_str().map(str::to_owned).ok_or_else(|| bad(server, &format!("{field}[{i}]"), "must be a string"))).collect()
 }
 
 fn string_map(server: &str, field: &str, v: &Value) -> Result<BTreeMap<String, String>, ToolError> {
     let obj = v.as_object().ok_or_else(|| bad(server, field, "must be an object of strings"))?;
-    obj.iter()
-        .map(|(k, x)| x.as_str().map(|s| (k.clone(), s.to_owned())).ok_or_else(|| bad(server, &format!("{field}.{k}"), "must be a string")))
-        .collect()
+    obj.iter().map(|(k, x)| x.as_str().map(|s| (k.clone(), s.to_owned())).ok_or_else(|| bad(server, &format!("{field}.{k}"), "must be a string"))).collect()
 }
 
 /// Checks a server name: it prefixes tool names the model writes and the grammar allows.

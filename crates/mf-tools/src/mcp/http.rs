@@ -29,7 +29,11 @@ fn tls() -> Result<rustls::ClientConfig, String> {
 /// # Errors
 /// A message when the TLS or HTTP client cannot be built or a header is invalid
 /// (the configuration has already checked them).
-pub fn transport(url: &url::Url, headers: &BTreeMap<String, String>, connect_timeout: Duration) -> Result<StreamableHttpClientTransport<reqwest_mcp::Client>, String> {
+pub fn transport(
+    url: &url::Url,
+    headers: &BTreeMap<String, String>,
+    connect_timeout: Duration,
+) -> Result<StreamableHttpClientTransport<reqwest_mcp::Client>, String> {
     let mut map = HeaderMap::new();
     let mut bearer = None;
     for (k, v) in headers {

@@ -31,8 +31,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use config::{McpConfig, McpServerConfig, McpTransport, NAME_SEPARATOR};
-pub use stdio::INHERITED_ENV;
 use server::{Limits, Server, Snapshot};
+pub use stdio::INHERITED_ENV;
 
 use crate::ToolError;
 use crate::policy::Mode;
@@ -272,7 +272,10 @@ impl McpHub {
             out.push(McpTool {
                 name,
                 origin: McpToolRef { server: server.to_owned(), tool: t.name.to_string() },
-                description: t.description.as_deref().map_or_else(|| format!("Tool `{}` of the MCP server `{server}`.", t.name), |d| format!("{d} (MCP server `{server}`)")),
+                description: t
+                    .description
+                    .as_deref()
+                    .map_or_else(|| format!("Tool `{}` of the MCP server `{server}`.", t.name), |d| format!("{d} (MCP server `{server}`)")),
                 parameters: serde_json::Value::Object(schema),
                 read_only: t.annotations.as_ref().and_then(|a| a.read_only_hint) == Some(true),
             });
@@ -311,10 +314,16 @@ impl McpHub {
                     },
                 };
                 let state = match (state, failures.get(&s.cfg.name)) {
-                    (McpServerState::NotStarted | McpServerState::Running { .. }, Some(e)) if !tools.contains_key(&s.cfg.name) => McpServerState::Failed { error: e.clone() },
+                    (McpServerState::NotStarted | McpServerState::Running { .. }, Some(e)) if !tools.contains_key(&s.cfg.name) => {
+                        McpServerState::Failed { error: e.clone() }
+                    }
                     (st, _) => st,
                 };
-                McpServerStatus { name: s.cfg.name.clone(), state, tools: tools.get(&s.cfg.name).map(|v| v.iter().map(|t| t.name.clone()).collect()).unwrap_or_default() }
+                McpServerStatus {
+                    name: s.cfg.name.clone(),
+                    state,
+                    tools: tools.get(&s.cfg.name).map(|v| v.iter().map(|t| t.name.clone()).collect()).unwrap_or_default(),
+                }
             })
             .collect()
     }

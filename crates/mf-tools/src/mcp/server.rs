@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ClientConfig, Implementation, Tool};
 use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
-use rmcp::ServiceExt;
 
 use super::config::{McpServerConfig, McpTransport};
 use super::stdio::{self, ChildGuard, Diagnostics};
@@ -87,7 +87,8 @@ impl Server {
         let ms = u64::try_from(self.limits.start.as_millis()).unwrap_or(u64::MAX);
         match &self.cfg.transport {
             McpTransport::Stdio { command, args, env, cwd } => {
-                let (child, transport, diag) = stdio::spawn(command, args, env, cwd.as_ref()).map_err(|e| start_err(format!("`{command}` could not be run: {e}")))?;
+                let (child, transport, diag) =
+                    stdio::spawn(command, args, env, cwd.as_ref()).map_err(|e| start_err(format!("`{command}` could not be run: {e}")))?;
                 match tokio::time::timeout(self.limits.start, client_info().serve(transport)).await {
                     Ok(Ok(service)) => Ok(Live { service, child: Some(child), diag }),
                     Ok(Err(e)) => {
@@ -168,8 +169,12 @@ impl Server {
     fn map_err(&self, tool: &str, e: ServiceError) -> Result<ToolError, ServiceError> {
         Ok(match e {
             ServiceError::McpError(d) => ToolError::McpRemote { server: self.name(), tool: tool.into(), message: format!("{} (code {})", d.message, d.code.0) },
-            ServiceError::UnexpectedResponse => ToolError::McpProtocol { server: self.name(), message: format!("the answer to `{tool}` is not a valid result") },
-            ServiceError::Timeout { timeout } => ToolError::McpTimeout { server: self.name(), tool: tool.into(), ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX) },
+            ServiceError::UnexpectedResponse => {
+                ToolError::McpProtocol { server: self.name(), message: format!("the answer to `{tool}` is not a valid result") }
+            }
+            ServiceError::Timeout { timeout } => {
+                ToolError::McpTimeout { server: self.name(), tool: tool.into(), ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX) }
+            }
             other => return Err(other),
         })
     }

@@ -130,7 +130,20 @@ pub const INHERITED_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM",
 /// The variables a server inherits from this process (see the Unix list).
 #[cfg(windows)]
 pub const INHERITED_ENV: &[&str] = &[
-    "APPDATA", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATH", "PATHEXT", "PROCESSOR_ARCHITECTURE", "PROGRAMFILES", "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "TMP", "USERNAME", "USERPROFILE",
+    "APPDATA",
+    "HOMEDRIVE",
+    "HOMEPATH",
+    "LOCALAPPDATA",
+    "PATH",
+    "PATHEXT",
+    "PROCESSOR_ARCHITECTURE",
+    "PROGRAMFILES",
+    "SYSTEMDRIVE",
+    "SYSTEMROOT",
+    "TEMP",
+    "TMP",
+    "USERNAME",
+    "USERPROFILE",
 ];
 
 /// Spawns the server and starts its reader, writer and stderr tasks. The
@@ -139,7 +152,12 @@ pub const INHERITED_ENV: &[&str] = &[
 ///
 /// # Errors
 /// The spawn's I/O error (program not found, not executable, bad `cwd`).
-pub fn spawn(command: &str, args: &[String], env: &BTreeMap<String, String>, cwd: Option<&PathBuf>) -> std::io::Result<(ChildGuard, StdioTransport, Arc<Diagnostics>)> {
+pub fn spawn(
+    command: &str,
+    args: &[String],
+    env: &BTreeMap<String, String>,
+    cwd: Option<&PathBuf>,
+) -> std::io::Result<(ChildGuard, StdioTransport, Arc<Diagnostics>)> {
     let mut cmd = Command::new(command);
     cmd.env_clear();
     for k in INHERITED_ENV {

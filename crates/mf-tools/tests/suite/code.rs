@@ -240,10 +240,7 @@ async fn code_refuses_when_containment_unavailable() {
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("ran");
     let src = format!("touch {m}; echo RAN", m = marker.display());
-    for c in [
-        crippled_helper(dir.path(), "no-fork", "prlimit --nproc=0"),
-        crippled_helper(dir.path(), "foreign-userns", "unshare --user --map-root-user"),
-    ] {
+    for c in [crippled_helper(dir.path(), "no-fork", "prlimit --nproc=0"), crippled_helper(dir.path(), "foreign-userns", "unshare --user --map-root-user")] {
         let e = code::probe(&c).await.unwrap_err();
         assert_eq!(e.code(), "sandbox_unavailable", "{}: {e:?}", c.helper.display());
         let e = code::run(&CodeArgs { language: Language::Sh, code: src.clone() }, &c).await.unwrap_err();

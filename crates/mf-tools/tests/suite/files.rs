@@ -175,8 +175,7 @@ fn files_100k_entries_bounded_by_budget_and_deadline() {
     std::fs::create_dir(&many).unwrap();
     let made = Instant::now();
     for i in 0..100_000 {
-        let (name, body): (String, &[u8]) =
-            if i % 2 == 0 { (format!("b{i:06}.bin"), b"\0binary") } else { (format!("t{i:06}.txt"), b"plain text\n") };
+        let (name, body): (String, &[u8]) = if i % 2 == 0 { (format!("b{i:06}.bin"), b"\0binary") } else { (format!("t{i:06}.txt"), b"plain text\n") };
         std::fs::write(many.join(name), body).unwrap();
     }
     std::fs::write(many.join("t099999.txt"), "the needle\n").unwrap();
@@ -186,9 +185,8 @@ fn files_100k_entries_bounded_by_budget_and_deadline() {
         f(&mut l);
         Workspace::open(&[ws.path().to_path_buf()], l).unwrap()
     };
-    let search = |w: &Workspace| {
-        files::search(w, &SearchArgs { pattern: "needle".into(), regex: false, ignore_case: false, path: "many".into(), root: None }).unwrap()
-    };
+    let search =
+        |w: &Workspace| files::search(w, &SearchArgs { pattern: "needle".into(), regex: false, ignore_case: false, path: "many".into(), root: None }).unwrap();
     let timed = |what: &str, deadline: Duration, f: &dyn Fn() -> (Option<Limit>, Option<String>)| {
         let t = Instant::now();
         let (stopped, note) = f();
@@ -269,15 +267,10 @@ fn files_100k_entries_bounded_by_budget_and_deadline() {
     // single-threaded runtime keeps ticking while a search runs to its deadline.
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async {
-        let limits =
-            FileLimits { max_visited: usize::MAX, max_files: usize::MAX, deadline: Duration::from_millis(1500), ..FileLimits::default() };
-        let reg = mf_tools::ToolRegistry::new(mf_tools::ToolSettings {
-            workspace: vec![ws.path().to_path_buf()],
-            file_limits: limits,
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+        let limits = FileLimits { max_visited: usize::MAX, max_files: usize::MAX, deadline: Duration::from_millis(1500), ..FileLimits::default() };
+        let reg = mf_tools::ToolRegistry::new(mf_tools::ToolSettings { workspace: vec![ws.path().to_path_buf()], file_limits: limits, ..Default::default() })
+            .await
+            .unwrap();
         let ticks = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let t2 = ticks.clone();
         let ticker = tokio::spawn(async move {

@@ -51,7 +51,7 @@ async fn http_ssrf_refused_before_any_request() {
         "http://169.254.43518/".into(),            // short form
         "http://[::ffff:169.254.169.254]/".into(), // IPv6-mapped
         "http://[::ffff:a9fe:a9fe]/".into(),
-        "http://[fd00:ec2::254]/".into(),          // AWS IPv6 metadata
+        "http://[fd00:ec2::254]/".into(), // AWS IPv6 metadata
         "http://10.0.0.1/".into(),
         "http://0.0.0.0/".into(),
         format!("http://127.0.0.1:{port}/"),
@@ -79,10 +79,7 @@ async fn http_ssrf_refused_before_any_request() {
 
 #[tokio::test]
 async fn http_redirect_to_metadata_or_file_refused() {
-    for (location, want) in [
-        ("http://169.254.169.254/latest/meta-data/", "host_not_allowed"),
-        ("file:///etc/passwd", "scheme_not_allowed"),
-    ] {
+    for (location, want) in [("http://169.254.169.254/latest/meta-data/", "host_not_allowed"), ("file:///etc/passwd", "scheme_not_allowed")] {
         let s = Server::start(move |_, _| redirect("302 Found", location)).await;
         let e = get(&s.url("/"), &only(&s)).await.unwrap_err();
         assert_eq!(e.code(), want, "{location}: {e}");
@@ -124,8 +121,10 @@ async fn http_redirect_to_another_loopback_port_refused() {
 #[tokio::test]
 async fn http_post_body_is_not_resent_to_another_host_by_a_redirect() {
     let other = Server::start(|_, _| json_ok()).await;
-    let both = |s: &Server| HttpPolicy { allowed_hosts: Some(vec![format!("127.0.0.1:{}", s.port), format!("127.0.0.1:{}", other.port)]), ..Default::default() };
-    let post = |url: String| HttpArgs { method: HttpMethod::Post, url, headers: Default::default(), body: Some(serde_json::json!({"report": "secret findings"})) };
+    let both =
+        |s: &Server| HttpPolicy { allowed_hosts: Some(vec![format!("127.0.0.1:{}", s.port), format!("127.0.0.1:{}", other.port)]), ..Default::default() };
+    let post =
+        |url: String| HttpArgs { method: HttpMethod::Post, url, headers: Default::default(), body: Some(serde_json::json!({"report": "secret findings"})) };
     for code in ["307 Temporary Redirect", "308 Permanent Redirect"] {
         let loc = other.url("/collect");
         let s = Server::start(move |_, _| redirect(code, &loc)).await;

@@ -217,7 +217,10 @@ async fn a_server_killed_mid_call_is_a_typed_failure_and_the_next_call_starts_it
 #[tokio::test]
 async fn a_server_that_keeps_dying_is_not_started_again_forever() {
     // `sh -c 'exit 3'` dies at once: every start fails, clearly, and calls do not hang.
-    let reg = registry(json!({"mcpServers": {"dead": {"command": "sh", "args": ["-c", "echo cannot open the database >&2; exit 3"]}}}), |m| m.start_timeout = Duration::from_secs(5)).await;
+    let reg = registry(json!({"mcpServers": {"dead": {"command": "sh", "args": ["-c", "echo cannot open the database >&2; exit 3"]}}}), |m| {
+        m.start_timeout = Duration::from_secs(5)
+    })
+    .await;
     let status = reg.connect_mcp().await;
     match &status[0].state {
         McpServerState::Failed { error } => assert!(error.contains("could not be started") && error.contains("cannot open the database"), "{error}"),
@@ -245,7 +248,8 @@ async fn a_hung_server_times_out_and_a_silent_one_fails_its_start() {
     let seen = std::fs::read_to_string(log.path()).unwrap();
     assert!(seen.contains("tools/call") && seen.contains("notifications/cancelled"), "{seen}");
 
-    let silent = registry(json!({"mcpServers": {"mute": {"command": "python3", "args": [fake(), "silent"]}}}), |m| m.start_timeout = Duration::from_millis(1500)).await;
+    let silent =
+        registry(json!({"mcpServers": {"mute": {"command": "python3", "args": [fake(), "silent"]}}}), |m| m.start_timeout = Duration::from_millis(1500)).await;
     let t = Instant::now();
     let status = silent.connect_mcp().await;
     assert!(t.elapsed() < Duration::from_secs(5));
@@ -274,7 +278,10 @@ async fn a_malformed_answer_is_a_clear_error() {
     let t = Instant::now();
     let e = reg.run("g1", "garbage__work", "{}", None).await.unwrap_err();
     assert!(t.elapsed() < Duration::from_secs(5), "a garbage line ends the call at once, not at the time limit");
-    assert!(matches!(&e, ToolError::McpProtocol { server, message } if server == "garbage" && message.contains("not JSON-RPC") && message.contains("Traceback")), "{e:?}");
+    assert!(
+        matches!(&e, ToolError::McpProtocol { server, message } if server == "garbage" && message.contains("not JSON-RPC") && message.contains("Traceback")),
+        "{e:?}"
+    );
 
     let e = reg.run("b1", "badresult__work", "{}", None).await.unwrap_err();
     assert!(matches!(&e, ToolError::McpProtocol { server, .. } if server == "badresult"), "{e:?}");
@@ -326,7 +333,10 @@ async fn a_server_over_streamable_http() {
         assert!(t.elapsed() < Duration::from_secs(20), "the HTTP server did not start");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let reg = registry(json!({"mcpServers": {"remote": {"url": format!("http://127.0.0.1:{port}/mcp"), "headers": {"X-Client": "mf"}}}}), |m| m.default_mode = Mode::Auto).await;
+    let reg = registry(json!({"mcpServers": {"remote": {"url": format!("http://127.0.0.1:{port}/mcp"), "headers": {"X-Client": "mf"}}}}), |m| {
+        m.default_mode = Mode::Auto
+    })
+    .await;
     let status = reg.connect_mcp().await;
     assert!(matches!(status[0].state, McpServerState::Running { pid: None }), "{status:?}");
     let text = mcp_text(reg.run("r1", "remote__echo", r#"{"message": "over http"}"#, None).await.unwrap());

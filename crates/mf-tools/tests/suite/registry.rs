@@ -175,10 +175,7 @@ async fn registry_data_to_a_new_host_asks_until_the_host_is_approved() {
     std::fs::write(ws.path().join("data.txt"), "rows: 42").unwrap();
     let reg = ToolRegistry::new(ToolSettings {
         workspace: vec![ws.path().to_path_buf()],
-        http: HttpPolicy {
-            allowed_hosts: Some(vec![format!("127.0.0.1:{}", s.port), format!("127.0.0.1:{}", other.port)]),
-            ..Default::default()
-        },
+        http: HttpPolicy { allowed_hosts: Some(vec![format!("127.0.0.1:{}", s.port), format!("127.0.0.1:{}", other.port)]), ..Default::default() },
         ..Default::default()
     })
     .await

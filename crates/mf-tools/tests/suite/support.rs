@@ -26,11 +26,7 @@ pub fn procs_with(marker: &str) -> usize {
     std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(Result::ok)
-        .filter(|e| {
-            std::fs::read(e.path().join("cmdline"))
-                .map(|c| String::from_utf8_lossy(&c).contains(marker))
-                .unwrap_or(false)
-        })
+        .filter(|e| std::fs::read(e.path().join("cmdline")).map(|c| String::from_utf8_lossy(&c).contains(marker)).unwrap_or(false))
         .count()
 }
 
@@ -105,11 +101,7 @@ async fn read_request(c: &mut tokio::net::TcpStream) -> String {
     loop {
         if let Some(end) = find(&buf, b"\r\n\r\n") {
             let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-            let len = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .and_then(|v| v.trim().parse::<usize>().ok())
-                .unwrap_or(0);
+            let len = head.lines().find_map(|l| l.strip_prefix("content-length:")).and_then(|v| v.trim().parse::<usize>().ok()).unwrap_or(0);
             if buf.len() >= end + 4 + len {
                 break;
             }

@@ -136,11 +136,7 @@ impl Shared {
 /// A coarse shape of a tool result for saturation: the first 60 characters,
 /// lower-cased, digits replaced by `#`.
 fn shape_key(content: &str) -> String {
-    content
-        .chars()
-        .take(60)
-        .map(|c| if c.is_ascii_digit() { '#' } else { c.to_ascii_lowercase() })
-        .collect()
+    content.chars().take(60).map(|c| if c.is_ascii_digit() { '#' } else { c.to_ascii_lowercase() }).collect()
 }
 
 /// Step 4: saturation. 3+ messages (the `saturation` setting) carrying the

@@ -78,11 +78,8 @@ fn aggregation_keeps_totals_verbatim_and_folds_data_points() {
 fn contradiction_never_folds_or_compresses_a_side_hard() {
     // Three near-identical results would be a saturation group in any
     // other class; in a contradiction each of them may be a side.
-    let rounds: Vec<R<'_>> = ["status: 12 errors", "status: 31 errors", "status: 12 errors"]
-        .iter()
-        .enumerate()
-        .map(|(i, r)| R(json!({"src": i}), r, false, None))
-        .collect();
+    let rounds: Vec<R<'_>> =
+        ["status: 12 errors", "status: 31 errors", "status: 12 errors"].iter().enumerate().map(|(i, r)| R(json!({"src": i}), r, false, None)).collect();
     let h = history("The dashboard and the logs disagree: which is right?", &rounds);
     let p = v2(&h, ProblemClass::Contradiction);
     assert_eq!(p.folds.len(), 1, "the group is still reported");
@@ -107,8 +104,7 @@ fn temporal_raises_dated_messages_and_asks_for_chronology() {
 
 #[test]
 fn saturation_folds_repeated_errors_into_one_labelled_line() {
-    let rounds: Vec<R<'_>> =
-        (0..3).map(|i| R(json!({"u": format!("/try/{i}")}), "TimeoutError: upstream timed out", true, None)).collect();
+    let rounds: Vec<R<'_>> = (0..3).map(|i| R(json!({"u": format!("/try/{i}")}), "TimeoutError: upstream timed out", true, None)).collect();
     let h = history("What is the value of x?", &rounds);
     let p = v2(&h, ProblemClass::Lookup);
     assert_eq!(p.folds.len(), 1);
@@ -163,7 +159,6 @@ fn gamma_changes_the_influence_of_broad_messages_only() {
     assert!(at(2.0) > at(1.5) && at(1.5) > at(1.0), "B ≥ 2 grows with γ");
 }
 
-
 #[test]
 fn over_the_threshold_the_summary_is_squeezed_before_an_anchor_is_demoted() {
     // Six identical results: saturation leaves the newest one verbatim. At
@@ -193,22 +188,18 @@ fn below_the_threshold_anchors_that_cannot_pay_are_demoted_until_the_compaction_
     let tail = "The legacy path re-issued the invoice without an idempotency key after the gateway timed out at \
         02:13:02 following 60 s of waiting, so Halvorsen Freight AS (cus_8841H) was charged twice for 41 vehicles \
         of Fleet Pro at 450.00 NOK each; finance must refund inv_30602 and keep inv_30571, then close SUP-77310.";
-    let texts: Vec<String> = ["Billing API customer record", "Invoices listed for March", "Retry worker log lines", "Refund ledger entries", "Gateway status history"]
-        .iter()
-        .map(|head| format!("{head}: {tail}"))
-        .collect();
+    let texts: Vec<String> =
+        ["Billing API customer record", "Invoices listed for March", "Retry worker log lines", "Refund ledger entries", "Gateway status history"]
+            .iter()
+            .map(|head| format!("{head}: {tail}"))
+            .collect();
     let rounds: Vec<R<'_>> = texts.iter().enumerate().map(|(i, t)| R(json!({"u": format!("/inv/{i}")}), t.as_str(), false, None)).collect();
     let h = history("Investigate the duplicate invoice", &rounds);
     let p = v2(&h, ProblemClass::Exploratory);
     assert!(p.gauge.total() <= roomy().threshold());
     assert!(p.declined.is_none(), "{:?}", p.declined);
     assert!(p.estimated_tokens_after < p.gauge.total(), "{} ≥ {}", p.estimated_tokens_after, p.gauge.total());
-    let demoted: Vec<&str> = p
-        .messages
-        .iter()
-        .filter(|m| m.reason.unit.contains(&crate::reason::Reason::DemotedToShrink))
-        .map(|m| m.id.0.as_str())
-        .collect();
+    let demoted: Vec<&str> = p.messages.iter().filter(|m| m.reason.unit.contains(&crate::reason::Reason::DemotedToShrink)).map(|m| m.id.0.as_str()).collect();
     assert!(!demoted.is_empty(), "no anchor was demoted");
     assert!(p.notes.iter().any(|n| n.starts_with("no growth")), "{:?}", p.notes);
     assert!(p.messages.iter().any(|m| m.tier == Tier::Verbatim), "the most influential anchors stay");

@@ -178,11 +178,8 @@ impl Worker<'_> {
             }
         }
         // Every suffix but its last token, packed into batches without logits…
-        let body: Vec<(LlamaToken, usize, i32)> = group
-            .iter()
-            .enumerate()
-            .flat_map(|(slot, &i)| (forks[i]..tokens[i].len() - 1).map(move |p| (tokens[i][p], p, seq_of(slot))))
-            .collect();
+        let body: Vec<(LlamaToken, usize, i32)> =
+            group.iter().enumerate().flat_map(|(slot, &i)| (forks[i]..tokens[i].len() - 1).map(move |p| (tokens[i][p], p, seq_of(slot)))).collect();
         for chunk in body.chunks(self.n_batch) {
             if cancel.is_cancelled() {
                 return Ok(group.iter().map(|&i| (i, cancelled(&requests[i].prompt, stats(i)))).collect());

@@ -40,10 +40,7 @@ impl Worker<'_> {
             p.push(".tmp");
             PathBuf::from(p)
         };
-        let bytes = self
-            .ctx
-            .state_seq_save_file(&tmp, SEQ, &self.cached)
-            .map_err(|e| fail(format!("llama.cpp could not save the state: {e}")))?;
+        let bytes = self.ctx.state_seq_save_file(&tmp, SEQ, &self.cached).map_err(|e| fail(format!("llama.cpp could not save the state: {e}")))?;
         std::fs::rename(&tmp, path).map_err(|e| fail(format!("cannot move the state file in place: {e}")))?;
         let snap = KvSnapshot { tokens: ids(&self.cached), bytes: bytes as u64, key: self.key.clone() };
         let key = KeyFile { tokens: snap.tokens.len() as u32, bytes: snap.bytes, key: snap.key.clone(), ids: snap.tokens.clone() };

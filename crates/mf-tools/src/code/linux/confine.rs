@@ -12,10 +12,7 @@ pub(super) fn set_rlimit(res: libc::__rlimit_resource_t, value: u64) -> Result<(
 }
 
 pub(super) fn landlock(read_paths: &[PathBuf]) -> Result<&'static str, String> {
-    use landlock::{
-        ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
-        path_beneath_rules,
-    };
+    use landlock::{ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules};
     let abi = ABI::V7;
     let e = |e: landlock::RulesetError| format!("landlock: {e}");
     let status = Ruleset::default()
@@ -31,10 +28,7 @@ pub(super) fn landlock(read_paths: &[PathBuf]) -> Result<&'static str, String> {
         .map_err(e)?
         .add_rules(path_beneath_rules(["/tmp"], AccessFs::from_all(abi)))
         .map_err(e)?
-        .add_rules(path_beneath_rules(
-            ["/dev/null"],
-            AccessFs::from_read(abi) | AccessFs::WriteFile | AccessFs::Truncate,
-        ))
+        .add_rules(path_beneath_rules(["/dev/null"], AccessFs::from_read(abi) | AccessFs::WriteFile | AccessFs::Truncate))
         .map_err(e)?
         .add_rules(path_beneath_rules(["/dev/zero", "/dev/urandom", "/dev/random"], AccessFs::from_read(abi)))
         .map_err(e)?
@@ -77,29 +71,48 @@ fn jump(code: u16, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
 /// `clone` flags that create a namespace. `CLONE_NEWTIME` (0x80) is left out:
 /// for `clone` that bit is part of the exit signal, and the kernel accepts it
 /// only from `clone3` and `unshare`, both refused outright.
-const CLONE_NEW_ANY: u32 = (libc::CLONE_NEWNS
-    | libc::CLONE_NEWCGROUP
-    | libc::CLONE_NEWUTS
-    | libc::CLONE_NEWIPC
-    | libc::CLONE_NEWUSER
-    | libc::CLONE_NEWPID
-    | libc::CLONE_NEWNET) as u32;
+const CLONE_NEW_ANY: u32 =
+    (libc::CLONE_NEWNS | libc::CLONE_NEWCGROUP | libc::CLONE_NEWUTS | libc::CLONE_NEWIPC | libc::CLONE_NEWUSER | libc::CLONE_NEWPID | libc::CLONE_NEWNET)
+        as u32;
 
 /// System calls refused with EPERM: kernel attack surface or escape tools
 /// that sandboxed analysis code has no use for.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 fn denied_syscalls() -> Vec<libc::c_long> {
     vec![
-        libc::SYS_io_uring_setup, libc::SYS_io_uring_enter, libc::SYS_io_uring_register,
-        libc::SYS_ptrace, libc::SYS_process_vm_readv, libc::SYS_process_vm_writev,
-        libc::SYS_bpf, libc::SYS_perf_event_open, libc::SYS_userfaultfd,
-        libc::SYS_keyctl, libc::SYS_add_key, libc::SYS_request_key,
-        libc::SYS_mount, libc::SYS_umount2, libc::SYS_pivot_root, libc::SYS_chroot,
-        libc::SYS_move_mount, libc::SYS_open_tree, libc::SYS_fsopen, libc::SYS_fsmount, libc::SYS_fspick,
-        libc::SYS_unshare, libc::SYS_setns,
-        libc::SYS_kexec_load, libc::SYS_init_module, libc::SYS_finit_module, libc::SYS_delete_module,
-        libc::SYS_reboot, libc::SYS_swapon, libc::SYS_swapoff, libc::SYS_acct,
-        libc::SYS_open_by_handle_at, libc::SYS_name_to_handle_at,
+        libc::SYS_io_uring_setup,
+        libc::SYS_io_uring_enter,
+        libc::SYS_io_uring_register,
+        libc::SYS_ptrace,
+        libc::SYS_process_vm_readv,
+        libc::SYS_process_vm_writev,
+        libc::SYS_bpf,
+        libc::SYS_perf_event_open,
+        libc::SYS_userfaultfd,
+        libc::SYS_keyctl,
+        libc::SYS_add_key,
+        libc::SYS_request_key,
+        libc::SYS_mount,
+        libc::SYS_umount2,
+        libc::SYS_pivot_root,
+        libc::SYS_chroot,
+        libc::SYS_move_mount,
+        libc::SYS_open_tree,
+        libc::SYS_fsopen,
+        libc::SYS_fsmount,
+        libc::SYS_fspick,
+        libc::SYS_unshare,
+        libc::SYS_setns,
+        libc::SYS_kexec_load,
+        libc::SYS_init_module,
+        libc::SYS_finit_module,
+        libc::SYS_delete_module,
+        libc::SYS_reboot,
+        libc::SYS_swapon,
+        libc::SYS_swapoff,
+        libc::SYS_acct,
+        libc::SYS_open_by_handle_at,
+        libc::SYS_name_to_handle_at,
     ]
 }
 

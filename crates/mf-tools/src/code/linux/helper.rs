@@ -50,21 +50,13 @@ impl StatusPipe {
 fn helper(spec_json: &str, status: &mut StatusPipe) -> Result<i32, String> {
     let spec: SandboxSpec = serde_json::from_str(spec_json).map_err(|e| format!("bad sandbox spec: {e}"))?;
     let mut script = Vec::new();
-    std::io::stdin()
-        .take(spec.max_code_bytes as u64 + 1)
-        .read_to_end(&mut script)
-        .map_err(|e| format!("reading the program: {e}"))?;
+    std::io::stdin().take(spec.max_code_bytes as u64 + 1).read_to_end(&mut script).map_err(|e| format!("reading the program: {e}"))?;
 
     // SAFETY (this block and the helpers below): plain syscalls on values we own;
     // the helper is single-threaded, so fork and the calls after it are sound.
     let dropped = unsafe { drop_root()? };
     let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
-    let flags = libc::CLONE_NEWUSER
-        | libc::CLONE_NEWPID
-        | libc::CLONE_NEWNET
-        | libc::CLONE_NEWNS
-        | libc::CLONE_NEWIPC
-        | libc::CLONE_NEWUTS;
+    let flags = libc::CLONE_NEWUSER | libc::CLONE_NEWPID | libc::CLONE_NEWNET | libc::CLONE_NEWNS | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
     check(unsafe { libc::unshare(flags) }, "unshare(user, pid, net, mount, ipc, uts namespaces)")?;
     write_file("/proc/self/setgroups", "deny")?;
     write_file("/proc/self/uid_map", &format!("{uid} {uid} 1"))?;

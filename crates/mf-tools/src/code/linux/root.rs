@@ -10,15 +10,8 @@ pub(super) fn mount(src: &str, target: &str, fstype: &str, flags: libc::c_ulong,
     let (src_c, target_c, fstype_c) = (c(src)?, c(target)?, c(fstype)?);
     let data_c = data.map(c).transpose()?;
     // SAFETY: all pointers are valid NUL-terminated strings or null.
-    let rc = unsafe {
-        libc::mount(
-            src_c.as_ptr(),
-            target_c.as_ptr(),
-            fstype_c.as_ptr(),
-            flags,
-            data_c.as_ref().map_or(std::ptr::null(), |d| d.as_ptr().cast()),
-        )
-    };
+    let rc =
+        unsafe { libc::mount(src_c.as_ptr(), target_c.as_ptr(), fstype_c.as_ptr(), flags, data_c.as_ref().map_or(std::ptr::null(), |d| d.as_ptr().cast())) };
     check(rc, &format!("mount {fstype} on {target}"))
 }
 

@@ -8,23 +8,33 @@ use std::process::Stdio;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::code::{CodeArgs, CodeConfig, CodeResult, HeadTail, Language, SandboxReport, new_run_id, note_for};
 use super::SandboxSpec;
 use crate::ToolError;
+use crate::code::{CodeArgs, CodeConfig, CodeResult, HeadTail, Language, SandboxReport, new_run_id, note_for};
 
 fn read_paths(cfg: &CodeConfig) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = [
-        "/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc/ld.so.cache", "/etc/ld.so.conf",
-        "/etc/ld.so.conf.d", "/etc/localtime", "/etc/nsswitch.conf", "/etc/passwd", "/etc/group",
+        "/usr",
+        "/bin",
+        "/sbin",
+        "/lib",
+        "/lib64",
+        "/lib32",
+        "/libx32",
+        "/etc/ld.so.cache",
+        "/etc/ld.so.conf",
+        "/etc/ld.so.conf.d",
+        "/etc/localtime",
+        "/etc/nsswitch.conf",
+        "/etc/passwd",
+        "/etc/group",
         "/etc/alternatives",
     ]
     .iter()
     .map(PathBuf::from)
     .collect();
     if let Ok(rd) = std::fs::read_dir("/etc") {
-        v.extend(rd.filter_map(Result::ok).map(|e| e.path()).filter(|p| {
-            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("python3"))
-        }));
+        v.extend(rd.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("python3"))));
     }
     v.extend(cfg.extra_read_paths.iter().cloned());
     v.retain(|p| p.exists());
@@ -72,10 +82,7 @@ pub(in crate::code) async fn probe(cfg: &CodeConfig) -> Result<SandboxReport, To
         other => other,
     })?;
     if r.exit_code != Some(0) || r.stdout.text != "contained\n" {
-        return Err(ToolError::SandboxUnavailable(format!(
-            "probe program did not run (exit {:?}, stderr {:?})",
-            r.exit_code, r.stderr.text
-        )));
+        return Err(ToolError::SandboxUnavailable(format!("probe program did not run (exit {:?}, stderr {:?})", r.exit_code, r.stderr.text)));
     }
     Ok(SandboxReport {
         mechanism: format!(
@@ -105,14 +112,7 @@ async fn run_inner(args: &CodeArgs, cfg: &CodeConfig) -> Result<(CodeResult, Str
     let (status_r, status_w) = std::io::pipe().map_err(|e| fail("pipe", e))?;
     let wfd = status_w.as_raw_fd();
     let mut cmd = tokio::process::Command::new(&cfg.helper);
-    cmd.args(&cfg.helper_args)
-        .arg(&spec)
-        .env_clear()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
+    cmd.args(&cfg.helper_args).arg(&spec).env_clear().stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0).kill_on_drop(true);
     // SAFETY: only async-signal-safe calls (dup2, fcntl) between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
