@@ -191,6 +191,7 @@ mod tests {
             required: vec![Keyword::Variants(vec!["4817".into(), "#4817".into()]), Keyword::Variants(vec!["6,404".into(), "6404".into()])],
             partial: vec![Keyword::One("checkout".into())],
             reference: "Build 4817 broke checkout; 6,404 orders failed.".into(),
+            wrong: vec![],
         }
     }
 

@@ -81,6 +81,7 @@ fn v21_oracle(b: divan::Bencher, n: usize) {
         required: vec![Keyword::One("ExportWriter".into())],
         partial: vec![],
         reference: "ExportWriter".into(),
+        wrong: vec![],
     };
     b.bench(|| {
         let mut oracle = KeywordOracle::new(vec![probe.clone()]);

@@ -98,6 +98,12 @@ pub struct Probe {
     pub partial: Vec<Keyword>,
     /// A reference answer for the judge.
     pub reference: String,
+    /// Wrong answers a forgetful reader would give (the other invoice, the
+    /// superseded figure, the earlier owner), written from values of the same
+    /// conversation: the likelihood scorer's choice test asks that the
+    /// reference out-score each of them. Optional.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wrong: Vec<String>,
 }
 
 /// One conversation file.

@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{InferenceError, Result};
-use crate::types::{ChatMessage, GenerateRequest, Generation, ModelInfo, StreamEvent, ToolSpec};
+use crate::types::{ChatMessage, GenerateRequest, Generation, ModelInfo, ScoreRequest, Scored, StreamEvent, ToolSpec};
 
 /// Where streamed text goes. Unbounded so a slow reader never stalls the model
 /// thread; a dropped receiver is ignored.
@@ -101,6 +101,21 @@ pub trait Backend: Send + Sync {
                 out.push(self.generate(r, None, cancel.clone()).await?);
             }
             Ok(out)
+        })
+    }
+
+    /// Scores each continuation of `request` by log-probabilities,
+    /// teacher-forced after the conversation's rendered prompt (the assistant
+    /// turn opened, thinking off); results in continuation order. An engine
+    /// that keeps a KV cache decodes the prompt once for all of them.
+    ///
+    /// # Errors
+    /// [`InferenceError::ScoringUnsupported`] where the engine cannot score
+    /// (this default); prompt-too-long and engine errors otherwise.
+    fn score<'a>(&'a self, _request: ScoreRequest, _cancel: CancelToken) -> BoxFuture<'a, Result<Vec<Scored>>> {
+        let backend = self.model_info().backend;
+        Box::pin(async move {
+            Err(InferenceError::ScoringUnsupported { backend, reason: "it returns no log-probabilities of a given text".into() })
         })
     }
 

@@ -122,6 +122,15 @@ pub enum InferenceError {
         /// The start of the body.
         body: String,
     },
+    /// The engine cannot score a continuation by log-probabilities (Ollama,
+    /// or an OpenAI-compatible server without prompt log-probabilities).
+    #[error("scoring not supported by this engine ({backend}): {reason}")]
+    ScoringUnsupported {
+        /// The backend's name.
+        backend: String,
+        /// Why (what was asked of it and what it answered).
+        reason: String,
+    },
     /// The server's stream did not follow the protocol.
     #[error("unexpected reply from {url}: {reason}")]
     Protocol {
@@ -152,6 +161,7 @@ impl InferenceError {
             | InferenceError::SnapshotMismatch { .. }
             | InferenceError::Snapshot { .. }
             | InferenceError::KvUnsupported { .. }
+            | InferenceError::ScoringUnsupported { .. }
             | InferenceError::SessionStopped
             | InferenceError::InvalidRequest(_)
             | InferenceError::Protocol { .. } => false,
@@ -175,6 +185,7 @@ impl InferenceError {
             | InferenceError::SnapshotMismatch { .. }
             | InferenceError::Snapshot { .. }
             | InferenceError::KvUnsupported { .. }
+            | InferenceError::ScoringUnsupported { .. }
             | InferenceError::SessionStopped
             | InferenceError::InvalidRequest(_)
             | InferenceError::Http { .. }

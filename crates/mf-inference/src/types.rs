@@ -285,3 +285,64 @@ pub struct ModelInfo {
     /// The tool-call format chosen from the template.
     pub tool_format: Option<String>,
 }
+
+/// What to score: continuations teacher-forced after one conversation's
+/// rendered prompt (the assistant turn opened by the template, thinking off).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScoreRequest {
+    /// The conversation; its rendered prompt is the context every continuation follows.
+    pub messages: Vec<ChatMessage>,
+    /// Tools offered (they are part of the rendered prompt).
+    pub tools: Vec<ToolSpec>,
+    /// The texts to score, each on its own after the same prompt.
+    pub continuations: Vec<String>,
+}
+
+/// One token of a scored continuation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TokenLogprob {
+    /// The token's text (a piece of the continuation).
+    pub text: String,
+    /// Byte offset of the token's text in the continuation (tokens that
+    /// straddle a boundary the tokenizer drew start where their bytes do).
+    pub start: usize,
+    /// Natural-log probability the model gave this token at its position.
+    pub logprob: f64,
+    /// The highest log-probability of any token at that position (equal to
+    /// `logprob` where this token is the greedy choice), where the engine
+    /// reports it.
+    pub top_logprob: Option<f64>,
+}
+
+/// A continuation's log-probabilities.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Scored {
+    /// Its tokens in order; their log-probabilities sum to the continuation's.
+    pub tokens: Vec<TokenLogprob>,
+    /// Tokens of the prompt it followed.
+    pub prompt_tokens: u32,
+    /// Prompt and continuation tokens decoded for it (the rest came from the
+    /// KV cache); equal to `prompt_tokens` plus the continuation's where the
+    /// engine keeps no cache.
+    pub decoded: u32,
+}
+
+impl Scored {
+    /// The continuation's log-probability (the sum over its tokens).
+    #[must_use]
+    pub fn logprob(&self) -> f64 {
+        self.tokens.iter().map(|t| t.logprob).sum()
+    }
+
+    /// Negative log-likelihood per token (nats), `None` for an empty continuation.
+    #[must_use]
+    pub fn nll_per_token(&self) -> Option<f64> {
+        (!self.tokens.is_empty()).then(|| -self.logprob() / self.tokens.len() as f64)
+    }
+
+    /// The tokens that overlap the byte range `start..end` of the continuation.
+    pub fn overlapping(&self, start: usize, end: usize) -> impl Iterator<Item = &TokenLogprob> {
+        let ends: Vec<usize> = self.tokens.iter().skip(1).map(|t| t.start).chain(std::iter::once(usize::MAX)).collect();
+        self.tokens.iter().zip(ends).filter(move |(t, e)| t.start < end && *e > start).map(|(t, _)| t)
+    }
+}

@@ -18,6 +18,7 @@ fn probe(keyword: &str) -> Probe {
         required: vec![Keyword::One(keyword.into())],
         partial: vec![],
         reference: keyword.into(),
+        wrong: vec![],
     }
 }
 
