@@ -3,8 +3,11 @@
 
 Each world: a question ({base} is replaced by http://127.0.0.1:PORT by the harness),
 JSON endpoints with the facts spread over many calls and realistic filler records,
-and probes on the final answer: required keywords, and `wrong` values the world
-gives for other things (an answer holding one contradicts a tool result).
+and probes on the final answer: required keywords, `wrong` values the world
+gives for other things (an answer holding one contradicts a tool result), and
+`wrong_answers`: whole answers phrased like the reference but stating a value a
+forgetful reader would confuse (a trap value, the other rotation's on-call, the
+superseded figure), for the likelihood scorer's choice test.
 Run: python3 scenarios/tools/build_agentic.py
 """
 import json
@@ -53,14 +56,18 @@ def runbook_disk():
          "its cache was not evicted.")
     probes = [
         {"id": "host", "fact": "the fullest host and its usage", "source": "/disks/page2.json",
-         "required": [["web-07", "web 07"], ["97%", "97 %", "97 percent", "97"]], "wrong": [["web-13"]], "reference": "web-07, at 97 %."},
+         "required": [["web-07", "web 07"], ["97%", "97 %", "97 percent", "97"]], "wrong": [["web-13"]], "reference": "web-07, at 97 %.",
+         "wrong_answers": ["web-13, at 71 %.", "web-11, at 66 %.", "web-04, at 62 %."]},
         {"id": "team", "fact": "the owning team", "source": "/hosts/web-07.json",
-         "required": [["media-storage", "media storage"]], "wrong": [["media-render", "media render"]], "reference": "The media-storage team owns it."},
+         "required": [["media-storage", "media storage"]], "wrong": [["media-render", "media render"]], "reference": "The media-storage team owns it.",
+         "wrong_answers": ["The media-render team owns it.", "The thumbnailer team owns it."]},
         {"id": "oncall", "fact": "who is on call", "source": "/teams/media-storage.json",
-         "required": [["Tomas Berg", "Tomas"]], "partial": [["Priya Raman"]], "wrong": [["Kwame Mensah", "Kwame"]], "reference": "Tomas Berg is on call."},
+         "required": [["Tomas Berg", "Tomas"]], "partial": [["Priya Raman"]], "wrong": [["Kwame Mensah", "Kwame"]], "reference": "Tomas Berg is on call.",
+         "wrong_answers": ["Kwame Mensah is on call.", "Priya Raman is on call.", "Ines Duarte is on call."]},
         {"id": "cause", "fact": "why the cache was not evicted", "source": "/cron/web-07.json",
          "required": [["cache-evict", "eviction", "evict"], ["disabled", "not enabled"]], "partial": [["migration"]],
-         "reference": "The cache-evict cron job was disabled during the November migration."},
+         "reference": "The cache-evict cron job was disabled during the November migration.",
+         "wrong_answers": ["The logrotate cron job was disabled during the November migration.", "The metrics-push cron job was disabled during the November migration.", "The cache-evict cron job ran every 30 minutes, but the disk filled faster."]},
     ]
     route = ["/disks/page1.json", "/disks/page2.json", "/disks/page3.json", "/hosts/web-07.json", "/teams/media-storage.json", "/cron/web-07.json"]
     return {"id": "runbook-disk", "title": "Runbook: a nearly full image-cache disk, its owner, on-call and cause",
@@ -100,16 +107,21 @@ def checkout_incident():
          "build broke checkout, the peak error rate, how many orders failed, what change caused it and who rolled it back.")
     probes = [
         {"id": "build", "fact": "the build that broke checkout", "source": "/deploys/page2.json",
-         "required": [["4817"]], "wrong": [["4816"], ["3311"]], "reference": "Build 4817 of checkout."},
+         "required": [["4817"]], "wrong": [["4816"], ["3311"]], "reference": "Build 4817 of checkout.",
+         "wrong_answers": ["Build 4816 of checkout.", "Build 3311 of cart.", "Build 2205 of search."]},
         {"id": "peak", "fact": "the peak error rate", "source": "/metrics/checkout.json",
-         "required": [["6.4%", "6.4 %", "6.4 percent", "6.4"]], "wrong": [["6.1%", "6.1"]], "reference": "The error rate peaked at 6.4 %."},
+         "required": [["6.4%", "6.4 %", "6.4 percent", "6.4"]], "wrong": [["6.1%", "6.1"]], "reference": "The error rate peaked at 6.4 %.",
+         "wrong_answers": ["The error rate peaked at 6.1 %.", "The error rate peaked at 0.4 %."]},
         {"id": "orders", "fact": "failed orders", "source": "/incidents/INC-5521.json",
-         "required": [["6404", "6,404"]], "reference": "6,404 orders failed."},
+         "required": [["6404", "6,404"]], "reference": "6,404 orders failed.",
+         "wrong_answers": ["4,817 orders failed.", "2,290 orders failed."]},
         {"id": "cause", "fact": "the change", "source": "/builds/4817.json",
          "required": [["connection pool", "pool"], ["8"]], "partial": [["64"], ["payment client", "v5"]],
-         "reference": "The payment client's connection pool max was lowered from 64 to 8."},
+         "reference": "The payment client's connection pool max was lowered from 64 to 8.",
+         "wrong_answers": ["The cart banner's copy text was updated in build 3311.", "The payment client was upgraded to v5; nothing else changed."]},
         {"id": "rollback", "fact": "who rolled back", "source": "/deploys/page2.json",
-         "required": [["Lena Okafor", "Okafor"]], "wrong": [["Marek Novak"], ["Sara Lindqvist"]], "reference": "Lena Okafor rolled it back (to 4816)."},
+         "required": [["Lena Okafor", "Okafor"]], "wrong": [["Marek Novak"], ["Sara Lindqvist"]], "reference": "Lena Okafor rolled it back (to 4816).",
+         "wrong_answers": ["Marek Novak rolled it back (to 4816).", "Sara Lindqvist rolled it back (to 4816).", "ci-bot rolled it back (to 4816)."]},
     ]
     route = ["/deploys/page1.json", "/deploys/page2.json", "/metrics/checkout.json", "/incidents/INC-5521.json", "/builds/4817.json"]
     return {"id": "checkout-incident", "title": "Incident: which deploy broke checkout, how badly, why, and who rolled it back",
@@ -141,15 +153,20 @@ def index_crawl():
          "attempted, which team owns it, what the error was and which job held the blocking query.")
     probes = [
         {"id": "job", "fact": "the failing job", "source": "/jobs/page2.json", "required": [["ledger_close", "ledger close"]],
-         "wrong": [["warehouse_vacuum"]], "reference": "ledger_close failed."},
+         "wrong": [["warehouse_vacuum"]], "reference": "ledger_close failed.",
+         "wrong_answers": ["warehouse_vacuum failed.", "payouts_daily failed."]},
         {"id": "attempts", "fact": "attempts", "source": "/errors/ledger_close.json", "required": [["3 attempts", "three attempts", "3 times", "three times", "attempted 3", "attempted three", "3 tries"]],
-         "partial": [["retry"], ["manual"]], "reference": "It was attempted 3 times (ledger_close, ledger_close_retry, ledger_close_manual)."},
+         "partial": [["retry"], ["manual"]], "reference": "It was attempted 3 times (ledger_close, ledger_close_retry, ledger_close_manual).",
+         "wrong_answers": ["It was attempted once (ledger_close only, with no retry or manual run).", "It was attempted 2 times (ledger_close and ledger_close_retry)."]},
         {"id": "owner", "fact": "owning team", "source": "/jobs/page2.json", "required": [["finance-data", "finance data"]],
-         "wrong": [["data-eng"], ["platform"]], "reference": "The finance-data team."},
+         "wrong": [["data-eng"], ["platform"]], "reference": "The finance-data team.",
+         "wrong_answers": ["The data-eng team.", "The platform team.", "The crm team."]},
         {"id": "error", "fact": "the error", "source": "/errors/ledger_close.json", "required": [["deadlock"]], "partial": [["gl_entries"]],
-         "reference": "A deadlock on table gl_entries."},
+         "reference": "A deadlock on table gl_entries.",
+         "wrong_answers": ["A lock timeout on table gl_entries.", "A missing table gl_entries."]},
         {"id": "blocker", "fact": "the blocking job", "source": "/errors/ledger_close.json", "required": [["payouts_daily", "payouts daily"]],
-         "wrong": [["crm_sync"], ["orders_daily"]], "reference": "payouts_daily held the blocking query."},
+         "wrong": [["crm_sync"], ["orders_daily"]], "reference": "payouts_daily held the blocking query.",
+         "wrong_answers": ["crm_sync held the blocking query.", "orders_daily held the blocking query.", "tax_export held the blocking query."]},
     ]
     route = ["/index.json"] + [f"/jobs/page{n}.json" for n in pages] + ["/errors/ledger_close.json"]
     return {"id": "pipeline-crawl", "title": "Crawl: follow a paginated job index to a failing pipeline job and its cause",
@@ -204,12 +221,14 @@ def long_world(wid, title, task, route_bodies, traps, probes):
     return {"id": wid, "title": title, "question": q, "route": route, "endpoints": endpoints, "probes": probes}
 
 
-def P(pid, fact, source, required, reference, wrong=(), partial=(), kind="fact"):
+def P(pid, fact, source, required, reference, wrong=(), partial=(), kind="fact", wrong_answers=()):
     p = {"id": pid, "fact": fact, "source": source, "required": list(required), "reference": reference}
     if partial:
         p["partial"] = list(partial)
     if wrong:
         p["wrong"] = list(wrong)
+    if wrong_answers:
+        p["wrong_answers"] = list(wrong_answers)
     if kind != "fact":
         p["kind"] = kind
     return p
@@ -259,19 +278,32 @@ def cdn_purge_storm():
         ("/tokens/deploy-hook.json", {"token": "deploy-hook", "scope": "purge:/releases/*", "created_by": "Elif Demir", "team": "release-eng"}),
     ]
     probes = [
-        P("commander", "the incident commander", "/incident/INC-7702.json", [["Yusuf Adeyemi", "Adeyemi"]], "Yusuf Adeyemi commands INC-7702.", wrong=[["Hana Kobayashi", "Kobayashi"]]),
-        P("notified", "status page subscribers notified", "/status/public.json", [["8841", "8,841"]], "8,841 subscribers were notified."),
-        P("team", "the team owning the edge gateway", "/services/edge-gateway.json", [["edge-platform", "edge platform"]], "The edge-platform team owns it.", wrong=[["edge-tools", "edge tools"]]),
-        P("failed", "failed edge requests in all regions", "/regions/page1.json", [["1284300", "1,284,300", "1.28 million", "1.3 million"]], "1,284,300 requests failed at the edge."),
-        P("region", "the worst region and its 5xx rate", "/regions/page2.json", [["ap-south-2", "ap south 2"], ["18.7"]], "ap-south-2, at 18.7 % 5xx.", wrong=[["sa-east-1", "sa east 1"], ["11.9"]]),
-        P("storm", "purges in the storm", "/purges/page1.json", [["3914", "3,914"]], "3,914 purges were sent in the storm."),
-        P("first", "when the first purge of the storm was sent", "/purges/page2.json", [["02:09"]], "The first purge of the storm was at 02:09:12.", wrong=[["02:12"]], kind="order"),
-        P("creator", "who created the purging token", "/tokens/purge-bot-7.json", [["Dana Whitfield", "Whitfield"]], "Dana Whitfield created purge-bot-7.", wrong=[["Elif Demir"], ["Leon Marsh"]]),
-        P("limit", "the new purge rate limit", "/changes/CHG-3318.json", [["5000", "5,000"]], "CHG-3318 raised the limit from 50 to 5,000 per minute.", partial=[["CHG-3318"]]),
-        P("origin", "peak origin requests per second", "/origin/load.json", [["48200", "48,200", "48.2k"]], "The origin peaked at 48,200 requests per second.", wrong=[["31900", "31,900"]]),
-        P("cost", "extra origin egress cost", "/billing/egress.json", [["41380", "41,380"]], "The extra egress cost was $41,380.", wrong=[["12950", "12,950"]]),
-        P("impact", "when customer impact began", "/postmortem/draft.json", [["02:11"]], "Customer impact began at 02:11; the status page gives the time its notice was posted.", wrong=[["02:20"]], kind="contradiction"),
-        P("oncall", "who is on call for the owning team", "/oncall/rota-edge-a.json", [["Ruth Okonkwo", "Okonkwo"]], "Ruth Okonkwo is on call for edge-platform.", wrong=[["Marco Bellini", "Bellini"], ["Sven Aalto", "Aalto"]]),
+        P("commander", "the incident commander", "/incident/INC-7702.json", [["Yusuf Adeyemi", "Adeyemi"]], "Yusuf Adeyemi commands INC-7702.", wrong=[["Hana Kobayashi", "Kobayashi"]],
+          wrong_answers=["Hana Kobayashi commands INC-7702.", "Ruth Okonkwo commands INC-7702."]),
+        P("notified", "status page subscribers notified", "/status/public.json", [["8841", "8,841"]], "8,841 subscribers were notified.",
+          wrong_answers=["3,914 subscribers were notified.", "12,950 subscribers were notified."]),
+        P("team", "the team owning the edge gateway", "/services/edge-gateway.json", [["edge-platform", "edge platform"]], "The edge-platform team owns it.", wrong=[["edge-tools", "edge tools"]],
+          wrong_answers=["The edge-tools team owns it.", "The growth-experiments team owns it.", "The release-eng team owns it."]),
+        P("failed", "failed edge requests in all regions", "/regions/page1.json", [["1284300", "1,284,300", "1.28 million", "1.3 million"]], "1,284,300 requests failed at the edge.",
+          wrong_answers=["3,914 requests failed at the edge.", "48,200 requests failed at the edge."]),
+        P("region", "the worst region and its 5xx rate", "/regions/page2.json", [["ap-south-2", "ap south 2"], ["18.7"]], "ap-south-2, at 18.7 % 5xx.", wrong=[["sa-east-1", "sa east 1"], ["11.9"]],
+          wrong_answers=["sa-east-1, at 11.9 % 5xx.", "us-west-1, at 6.2 % 5xx.", "us-east-2, at 3.4 % 5xx."]),
+        P("storm", "purges in the storm", "/purges/page1.json", [["3914", "3,914"]], "3,914 purges were sent in the storm.",
+          wrong_answers=["8,841 purges were sent in the storm.", "5,000 purges were sent in the storm."]),
+        P("first", "when the first purge of the storm was sent", "/purges/page2.json", [["02:09"]], "The first purge of the storm was at 02:09:12.", wrong=[["02:12"]], kind="order",
+          wrong_answers=["The first purge of the storm was at 02:12:07.", "The first purge of the storm was at 02:31:50.", "The first purge of the storm was at 02:10:05."]),
+        P("creator", "who created the purging token", "/tokens/purge-bot-7.json", [["Dana Whitfield", "Whitfield"]], "Dana Whitfield created purge-bot-7.", wrong=[["Elif Demir"], ["Leon Marsh"]],
+          wrong_answers=["Leon Marsh created purge-bot-7.", "Elif Demir created purge-bot-7.", "Priyanka Das created purge-bot-7."]),
+        P("limit", "the new purge rate limit", "/changes/CHG-3318.json", [["5000", "5,000"]], "CHG-3318 raised the limit from 50 to 5,000 per minute.", partial=[["CHG-3318"]],
+          wrong_answers=["CHG-3318 raised the limit from 50 to 500 per minute.", "CHG-3318 raised the limit from 5 to 50 per minute."]),
+        P("origin", "peak origin requests per second", "/origin/load.json", [["48200", "48,200", "48.2k"]], "The origin peaked at 48,200 requests per second.", wrong=[["31900", "31,900"]],
+          wrong_answers=["The origin peaked at 31,900 requests per second.", "The origin peaked at 41,380 requests per second."]),
+        P("cost", "extra origin egress cost", "/billing/egress.json", [["41380", "41,380"]], "The extra egress cost was $41,380.", wrong=[["12950", "12,950"]],
+          wrong_answers=["The extra egress cost was $12,950.", "The extra egress cost was $48,200."]),
+        P("impact", "when customer impact began", "/postmortem/draft.json", [["02:11"]], "Customer impact began at 02:11; the status page gives the time its notice was posted.", wrong=[["02:20"]], kind="contradiction",
+          wrong_answers=["Customer impact began at 02:20; the status page gives the time impact began.", "Customer impact began at 02:14; the incident record gives the time it was opened."]),
+        P("oncall", "who is on call for the owning team", "/oncall/rota-edge-a.json", [["Ruth Okonkwo", "Okonkwo"]], "Ruth Okonkwo is on call for edge-platform.", wrong=[["Marco Bellini", "Bellini"], ["Sven Aalto", "Aalto"]],
+          wrong_answers=["Marco Bellini is on call for edge-platform.", "Sven Aalto is on call for edge-platform."]),
     ]
     task = ("who commands the incident, how many status subscribers were notified, which team owns the edge gateway, how many "
             "edge requests failed, which region was worst and its 5xx rate, how many purges the storm sent, when its first purge "
@@ -318,18 +350,30 @@ def replica_lag_refunds():
         ("/hosts/orders-db-r4.json", {"host": "orders-db-r4", "rack": "D1", "alarms": [{"at": "2026-12-02T05:15:00Z", "what": "CPU saturation"}]}),
     ]
     probes = [
-        P("escalated", "who escalated the ticket", "/tickets/SUP-4410.json", [["Alma Ferreira", "Ferreira"]], "Alma Ferreira escalated SUP-4410.", wrong=[["Noor Haddad", "Haddad"]]),
-        P("team", "the team owning refunds-api", "/services/refunds-api.json", [["payments-core", "payments core"]], "payments-core owns refunds-api.", wrong=[["payments-edge", "payments edge"]]),
-        P("allowed", "the allowed replica lag", "/clusters/orders-db.json", [["1500", "1,500", "1.5 s", "1.5s", "1.5 seconds"]], "At most 1,500 ms of lag is allowed.", wrong=[["2500", "2,500"]]),
-        P("check", "the load balancer's lag check", "/replicas/page1.json", [["disabled"]], "The pool's lag-aware health check was disabled.", partial=[["orders-ro-lb"]]),
-        P("replica", "the lagging replica and its lag", "/replicas/page2.json", [["orders-db-r3", "r3"], ["287400", "287,400", "287.4"]], "orders-db-r3 lagged 287,400 ms.", wrong=[["orders-db-r4", "r4"], ["41200", "41,200"]]),
-        P("first", "the first event of the chain", "/hosts/orders-db-r3.json", [["03:40"]], "It began at 03:40 when the WAL volume on r3 filled.", wrong=[["03:52"], ["04:05"]], kind="order"),
-        P("segments", "WAL segments missing", "/wal/archive.json", [["1913", "1,913"]], "1,913 WAL segments were missing."),
-        P("build", "the build that moved reads to replicas", "/deploys/refunds-api.json", [["9021"]], "Build 9021 moved refund lookups to replicas.", wrong=[["9020"]]),
-        P("flag", "who turned the flag on", "/flags/refunds.json", [["Mei Tanaka", "Tanaka"]], "Mei Tanaka set refunds.replica_reads to 100 %.", wrong=[["Ivo Petrov", "Petrov"]]),
-        P("amount", "the amount refunded twice", "/ledger/reconcile.json", [["84213", "84,213", "84.2k"]], "EUR 84,213.50 was refunded twice."),
-        P("orders", "affected orders", "/postmortem/draft.json", [["318"]], "318 orders were affected; the status page figure was an early estimate.", wrong=[["96"]], kind="contradiction"),
-        P("oncall", "who is on call for the owning team", "/oncall/rota-pay-a.json", [["Kofi Asante", "Asante"]], "Kofi Asante is on call.", wrong=[["Lotte Jansen", "Jansen"], ["Ravi Menon", "Menon"]]),
+        P("escalated", "who escalated the ticket", "/tickets/SUP-4410.json", [["Alma Ferreira", "Ferreira"]], "Alma Ferreira escalated SUP-4410.", wrong=[["Noor Haddad", "Haddad"]],
+          wrong_answers=["Noor Haddad escalated SUP-4410.", "Mei Tanaka escalated SUP-4410."]),
+        P("team", "the team owning refunds-api", "/services/refunds-api.json", [["payments-core", "payments core"]], "payments-core owns refunds-api.", wrong=[["payments-edge", "payments edge"]],
+          wrong_answers=["payments-edge owns refunds-api.", "orders-db owns refunds-api."]),
+        P("allowed", "the allowed replica lag", "/clusters/orders-db.json", [["1500", "1,500", "1.5 s", "1.5s", "1.5 seconds"]], "At most 1,500 ms of lag is allowed.", wrong=[["2500", "2,500"]],
+          wrong_answers=["At most 2,500 ms of lag is allowed.", "At most 120 ms of lag is allowed."]),
+        P("check", "the load balancer's lag check", "/replicas/page1.json", [["disabled"]], "The pool's lag-aware health check was disabled.", partial=[["orders-ro-lb"]],
+          wrong_answers=["The pool's lag-aware health check was enabled.", "The pool's lag-aware health check was paused."]),
+        P("replica", "the lagging replica and its lag", "/replicas/page2.json", [["orders-db-r3", "r3"], ["287400", "287,400", "287.4"]], "orders-db-r3 lagged 287,400 ms.", wrong=[["orders-db-r4", "r4"], ["41200", "41,200"]],
+          wrong_answers=["orders-db-r4 lagged 41,200 ms.", "orders-db-r2 lagged 180 ms."]),
+        P("first", "the first event of the chain", "/hosts/orders-db-r3.json", [["03:40"]], "It began at 03:40 when the WAL volume on r3 filled.", wrong=[["03:52"], ["04:05"]], kind="order",
+          wrong_answers=["It began at 03:52 when the WAL archive_command started failing.", "It began at 04:05 when replay paused on r3.", "It began at 04:30 when build 9021 was deployed."]),
+        P("segments", "WAL segments missing", "/wal/archive.json", [["1913", "1,913"]], "1,913 WAL segments were missing.",
+          wrong_answers=["318 WAL segments were missing.", "96 WAL segments were missing."]),
+        P("build", "the build that moved reads to replicas", "/deploys/refunds-api.json", [["9021"]], "Build 9021 moved refund lookups to replicas.", wrong=[["9020"]],
+          wrong_answers=["Build 9020 moved refund lookups to replicas.", "Build 4410 moved refund lookups to replicas."]),
+        P("flag", "who turned the flag on", "/flags/refunds.json", [["Mei Tanaka", "Tanaka"]], "Mei Tanaka set refunds.replica_reads to 100 %.", wrong=[["Ivo Petrov", "Petrov"]],
+          wrong_answers=["Ivo Petrov set refunds.replica_reads to 100 %.", "Kofi Asante set refunds.replica_reads to 100 %."]),
+        P("amount", "the amount refunded twice", "/ledger/reconcile.json", [["84213", "84,213", "84.2k"]], "EUR 84,213.50 was refunded twice.",
+          wrong_answers=["EUR 41,200.00 was refunded twice.", "EUR 2,500.00 was refunded twice."]),
+        P("orders", "affected orders", "/postmortem/draft.json", [["318"]], "318 orders were affected; the status page figure was an early estimate.", wrong=[["96"]], kind="contradiction",
+          wrong_answers=["96 orders were affected; the postmortem figure was an early estimate.", "1,913 orders were affected; the status page figure was an early estimate."]),
+        P("oncall", "who is on call for the owning team", "/oncall/rota-pay-a.json", [["Kofi Asante", "Asante"]], "Kofi Asante is on call.", wrong=[["Lotte Jansen", "Jansen"], ["Ravi Menon", "Menon"]],
+          wrong_answers=["Lotte Jansen is on call.", "Ravi Menon is on call.", "Zofia Nowak is on call."]),
     ]
     task = ("who escalated the ticket, which team owns refunds-api, the allowed replica lag, the state of the pool's lag check, "
             "which replica lagged and by how much, when the chain of failures began, how many WAL segments were missing, which "
@@ -372,19 +416,32 @@ def mobile_crash_release():
         ("/oncall/rota-ios.json", {"rotation": "rota-ios", "primary": "Hugo Laurent", "secondary": "Nadia Karim"}),
     ]
     probes = [
-        P("manager", "the release manager", "/releases/index.json", [["Greta Lindholm", "Lindholm"]], "Greta Lindholm manages 7.4.0.", wrong=[["Omar Shaikh", "Shaikh"]]),
-        P("build", "the release build", "/releases/7.4.0.json", [["74012", "74,012"]], "7.4.0 is build 74012.", wrong=[["73205", "73,205"]]),
-        P("crashfree", "crash-free sessions now", "/crashes/summary.json", [["91.2"]], "Crash-free sessions fell to 91.2 %.", wrong=[["99.6"]]),
-        P("newgroups", "crash groups new in the release", "/crashes/page1.json", [["23 new", "23 crash groups", "23 groups"]], "23 crash groups are new in 7.4.0."),
-        P("top", "the top crash group", "/crashes/page2.json", [["CR-2231", "CR 2231"], ["6920", "6,920"]], "CR-2231 (SIGSEGV in libvideo), 6,920 events.", wrong=[["CR-2207", "CR 2207"]]),
-        P("os", "the OS the crash hits", "/crashes/CR-2231.json", [["Android 14"]], "97 % of CR-2231 is on Android 14.", wrong=[["Android 13"]]),
-        P("commit", "the first commit of the chain", "/commits/page2.json", [["b71d3e2"]], "b71d3e2 (Dec 1) upgraded libvideo; the other libvideo commit was a later follow-up.", wrong=[["c9e1a07"]], kind="order"),
-        P("mode", "the new decoder default", "/libs/libvideo.json", [["hw-async", "hw async"]], "libvideo 3.0.0 defaults to hw-async.", wrong=[["hw-sync", "hw sync"]]),
-        P("flag", "who set the flag", "/flags/video.json", [["Kai Bauer", "Bauer"]], "Kai Bauer set video.hw_async to 100 %.", wrong=[["Sina Rahimi", "Rahimi"]]),
-        P("tickets", "support tickets", "/support/tickets.json", [["1377", "1,377"]], "1,377 tickets were about the crash."),
-        P("reviews", "one-star reviews", "/store/reviews.json", [["2418", "2,418"]], "2,418 one-star reviews since the release."),
-        P("rollout", "the rollout stage", "/rollout/7.4.0.json", [["50%", "50 %", "50 percent"]], "The rollout is paused at 50 %; the release index shows a cached plan.", wrong=[["20%", "20 %", "20 percent"]], kind="contradiction"),
-        P("oncall", "who is on call", "/oncall/rota-droid.json", [["Tuomas Virtanen", "Virtanen"]], "Tuomas Virtanen is on call.", wrong=[["Beatriz Costa", "Costa"], ["Hugo Laurent", "Laurent"]]),
+        P("manager", "the release manager", "/releases/index.json", [["Greta Lindholm", "Lindholm"]], "Greta Lindholm manages 7.4.0.", wrong=[["Omar Shaikh", "Shaikh"]],
+          wrong_answers=["Omar Shaikh manages 7.4.0.", "Kai Bauer manages 7.4.0."]),
+        P("build", "the release build", "/releases/7.4.0.json", [["74012", "74,012"]], "7.4.0 is build 74012.", wrong=[["73205", "73,205"]],
+          wrong_answers=["7.4.0 is build 73205.", "7.4.0 is build 2231."]),
+        P("crashfree", "crash-free sessions now", "/crashes/summary.json", [["91.2"]], "Crash-free sessions fell to 91.2 %.", wrong=[["99.6"]],
+          wrong_answers=["Crash-free sessions fell to 99.6 %.", "Crash-free sessions fell to 97 %."]),
+        P("newgroups", "crash groups new in the release", "/crashes/page1.json", [["23 new", "23 crash groups", "23 groups"]], "23 crash groups are new in 7.4.0.",
+          wrong_answers=["57 crash groups are new in 7.4.0.", "4 crash groups are new in 7.4.0."]),
+        P("top", "the top crash group", "/crashes/page2.json", [["CR-2231", "CR 2231"], ["6920", "6,920"]], "CR-2231 (SIGSEGV in libvideo), 6,920 events.", wrong=[["CR-2207", "CR 2207"]],
+          wrong_answers=["CR-2207 (NullPointerException in ImageLoader), 410 events.", "CR-2215 (OOM in FeedAdapter), 388 events."]),
+        P("os", "the OS the crash hits", "/crashes/CR-2231.json", [["Android 14"]], "97 % of CR-2231 is on Android 14.", wrong=[["Android 13"]],
+          wrong_answers=["97 % of CR-2231 is on Android 13.", "61 % of CR-2231 is on Android 13."]),
+        P("commit", "the first commit of the chain", "/commits/page2.json", [["b71d3e2"]], "b71d3e2 (Dec 1) upgraded libvideo; the other libvideo commit was a later follow-up.", wrong=[["c9e1a07"]], kind="order",
+          wrong_answers=["c9e1a07 (Dec 2) upgraded libvideo; the other libvideo commit was an earlier attempt.", "a2c8d44 (Dec 1) upgraded libvideo; the other libvideo commit was a later follow-up."]),
+        P("mode", "the new decoder default", "/libs/libvideo.json", [["hw-async", "hw async"]], "libvideo 3.0.0 defaults to hw-async.", wrong=[["hw-sync", "hw sync"]],
+          wrong_answers=["libvideo 3.0.0 defaults to hw-sync.", "libvideo 3.0.0 turns the hardware decoder off."]),
+        P("flag", "who set the flag", "/flags/video.json", [["Kai Bauer", "Bauer"]], "Kai Bauer set video.hw_async to 100 %.", wrong=[["Sina Rahimi", "Rahimi"]],
+          wrong_answers=["Sina Rahimi set video.hw_async to 100 %.", "Greta Lindholm set video.hw_async to 100 %."]),
+        P("tickets", "support tickets", "/support/tickets.json", [["1377", "1,377"]], "1,377 tickets were about the crash.",
+          wrong_answers=["2,418 tickets were about the crash.", "6,920 tickets were about the crash."]),
+        P("reviews", "one-star reviews", "/store/reviews.json", [["2418", "2,418"]], "2,418 one-star reviews since the release.",
+          wrong_answers=["1,377 one-star reviews since the release.", "6,920 one-star reviews since the release."]),
+        P("rollout", "the rollout stage", "/rollout/7.4.0.json", [["50%", "50 %", "50 percent"]], "The rollout is paused at 50 %; the release index shows a cached plan.", wrong=[["20%", "20 %", "20 percent"]], kind="contradiction",
+          wrong_answers=["The rollout is paused at 20 %; the rollout record shows a cached plan.", "The rollout is complete at 100 %; the release index is up to date."]),
+        P("oncall", "who is on call", "/oncall/rota-droid.json", [["Tuomas Virtanen", "Virtanen"]], "Tuomas Virtanen is on call.", wrong=[["Beatriz Costa", "Costa"], ["Hugo Laurent", "Laurent"]],
+          wrong_answers=["Beatriz Costa is on call.", "Hugo Laurent is on call.", "Nadia Karim is on call."]),
     ]
     task = ("who manages the release, its build, the crash-free sessions now, how many crash groups are new, the top crash group "
             "and its events, which OS it hits, the first commit of the chain that led to it, the decoder's new default, who set the "
@@ -431,19 +488,32 @@ def cert_expiry_outage():
         ("/oncall/rota-idp-b.json", {"rotation": "rota-idp-b", "primary": "Farah Nadeem", "secondary": "Pieter Smit"}),
     ]
     probes = [
-        P("commander", "the outage commander", "/outage/OUT-318.json", [["Ilse de Vries", "de Vries"]], "Ilse de Vries commands OUT-318.", wrong=[["Rafael Gomez", "Gomez"]]),
-        P("total", "TLS endpoints checked", "/endpoints/page1.json", [["46 endpoints", "46 TLS", "46 tls"]], "46 TLS endpoints in all."),
-        P("host", "the failing host's handshake error", "/endpoints/page2.json", [["certificate has expired", "expired"]], "m-api.kestrel.test failed: certificate has expired.", partial=[["m-api"]], wrong=[["w-api"]]),
-        P("issuer", "the issuer of the expired certificate", "/certs/7F3A91.json", [["CA G2", "G2"]], "Harbor Internal CA G2 issued it.", wrong=[["CA G1"]]),
-        P("renewer", "the renewal runner", "/renewals/page1.json", [["certbot-runner-4"]], "certbot-runner-4 renews it."),
-        P("since", "when renewals began to fail", "/renewals/page2.json", [["2026-11-27", "Nov 27", "November 27", "27 Nov"]], "Renewals have failed since 2026-11-27.", wrong=[["2026-12-02"], ["2026-12-03"]], kind="order"),
-        P("error", "the renewal error", "/acme/errors.json", [["DNS-01", "dns 01"], ["TXT"]], "The DNS-01 challenge failed: the TXT record was not found."),
-        P("zone", "the zone change that broke it", "/dns/zone-changes.json", [["ZC-5120"]], "ZC-5120 removed the challenge delegation.", wrong=[["ZC-5119"]]),
-        P("team", "the owning team", "/certs/owners.json", [["identity-edge", "identity edge"]], "identity-edge owns the certificate.", wrong=[["identity-core", "identity core"]]),
-        P("muted", "who muted the expiry alert", "/monitoring/cert-alerts.json", [["Chloe Martin", "Martin"]], "Chloe Martin muted the expiry alert.", wrong=[["Bram Visser", "Visser"]]),
-        P("resolved", "when the outage was fully resolved", "/outage/timeline.json", [["01:17"]], "Fully resolved at 01:17; the status page marked it resolved too early.", wrong=[["00:41"]], kind="contradiction"),
-        P("failed", "failed handshakes", "/impact/requests.json", [["2904118", "2,904,118", "2.9 million"]], "2,904,118 handshakes failed."),
-        P("oncall", "who is on call", "/oncall/rota-idp-a.json", [["Jonas Lindqvist", "Lindqvist"]], "Jonas Lindqvist is on call.", wrong=[["Aiko Mori"], ["Farah Nadeem", "Nadeem"]]),
+        P("commander", "the outage commander", "/outage/OUT-318.json", [["Ilse de Vries", "de Vries"]], "Ilse de Vries commands OUT-318.", wrong=[["Rafael Gomez", "Gomez"]],
+          wrong_answers=["Rafael Gomez commands OUT-318.", "Jonas Lindqvist commands OUT-318."]),
+        P("total", "TLS endpoints checked", "/endpoints/page1.json", [["46 endpoints", "46 TLS", "46 tls"]], "46 TLS endpoints in all.",
+          wrong_answers=["4 TLS endpoints in all.", "2 TLS endpoints in all."]),
+        P("host", "the failing host's handshake error", "/endpoints/page2.json", [["certificate has expired", "expired"]], "m-api.kestrel.test failed: certificate has expired.", partial=[["m-api"]], wrong=[["w-api"]],
+          wrong_answers=["m-api.kestrel.test failed: TXT record not found.", "w-api.kestrel.test failed: DNS-01 challenge failed."]),
+        P("issuer", "the issuer of the expired certificate", "/certs/7F3A91.json", [["CA G2", "G2"]], "Harbor Internal CA G2 issued it.", wrong=[["CA G1"]],
+          wrong_answers=["Harbor Internal CA G1 issued it.", "Harbor Public CA R3 issued it."]),
+        P("renewer", "the renewal runner", "/renewals/page1.json", [["certbot-runner-4"]], "certbot-runner-4 renews it.",
+          wrong_answers=["acme-client renews it.", "acme-dns renews it."]),
+        P("since", "when renewals began to fail", "/renewals/page2.json", [["2026-11-27", "Nov 27", "November 27", "27 Nov"]], "Renewals have failed since 2026-11-27.", wrong=[["2026-12-02"], ["2026-12-03"]], kind="order",
+          wrong_answers=["Renewals have failed since 2026-12-02.", "Renewals have failed since 2026-12-03.", "Renewals have failed since 2026-11-25."]),
+        P("error", "the renewal error", "/acme/errors.json", [["DNS-01", "dns 01"], ["TXT"]], "The DNS-01 challenge failed: the TXT record was not found.",
+          wrong_answers=["The DNS-01 challenge failed: the certificate had already expired.", "The ACME order failed: the issuer CA G1 was retired."]),
+        P("zone", "the zone change that broke it", "/dns/zone-changes.json", [["ZC-5120"]], "ZC-5120 removed the challenge delegation.", wrong=[["ZC-5119"]],
+          wrong_answers=["ZC-5119 removed the challenge delegation.", "ZC-5119 tuned the TTL of the challenge record."]),
+        P("team", "the owning team", "/certs/owners.json", [["identity-edge", "identity edge"]], "identity-edge owns the certificate.", wrong=[["identity-core", "identity core"]],
+          wrong_answers=["identity-core owns the certificate.", "certbot-runner-4 owns the certificate."]),
+        P("muted", "who muted the expiry alert", "/monitoring/cert-alerts.json", [["Chloe Martin", "Martin"]], "Chloe Martin muted the expiry alert.", wrong=[["Bram Visser", "Visser"]],
+          wrong_answers=["Bram Visser muted the expiry alert.", "Aiko Mori muted the expiry alert."]),
+        P("resolved", "when the outage was fully resolved", "/outage/timeline.json", [["01:17"]], "Fully resolved at 01:17; the status page marked it resolved too early.", wrong=[["00:41"]], kind="contradiction",
+          wrong_answers=["Fully resolved at 00:41; the status page marked it resolved on time.", "Fully resolved at 01:09; the status page marked it resolved too early."]),
+        P("failed", "failed handshakes", "/impact/requests.json", [["2904118", "2,904,118", "2.9 million"]], "2,904,118 handshakes failed.",
+          wrong_answers=["318 handshakes failed.", "2,904 handshakes failed."]),
+        P("oncall", "who is on call", "/oncall/rota-idp-a.json", [["Jonas Lindqvist", "Lindqvist"]], "Jonas Lindqvist is on call.", wrong=[["Aiko Mori"], ["Farah Nadeem", "Nadeem"]],
+          wrong_answers=["Aiko Mori is on call.", "Farah Nadeem is on call.", "Pieter Smit is on call."]),
     ]
     task = ("who commands the outage, how many TLS endpoints there are, which host failed and with what error, who issued its certificate, which runner "
             "renews it, since when renewals fail, the renewal error, the zone change that broke it, the owning team, who muted the "

@@ -108,17 +108,22 @@ class Scenario:
                 self._filler_skip[start] = len(first_text)
 
     # -- probes -----------------------------------------------------------
-    def probe(self, dimension: str, question: str, required: list, partial: list, reference: str) -> None:
-        self.probes.append(
-            {
-                "id": f"p{len(self.probes) + 1}",
-                "question": question,
-                "dimension": dimension,
-                "required": required,
-                "partial": partial,
-                "reference": reference,
-            }
-        )
+    def probe(self, dimension: str, question: str, required: list, partial: list, reference: str,
+              wrong: list[str] | None = None) -> None:
+        """``wrong``: answers a forgetful reader would give, built from values of this same conversation (the other
+        invoice, the superseded figure, the earlier owner) and phrased like the reference, so that only the fact tells
+        them apart (the likelihood scorer's choice test)."""
+        probe = {
+            "id": f"p{len(self.probes) + 1}",
+            "question": question,
+            "dimension": dimension,
+            "required": required,
+            "partial": partial,
+            "reference": reference,
+        }
+        if wrong:
+            probe["wrong"] = list(wrong)
+        self.probes.append(probe)
 
     # -- output -----------------------------------------------------------
     def to_json(self) -> dict:

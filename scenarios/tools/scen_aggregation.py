@@ -31,13 +31,21 @@ def short() -> Scenario:
                                    "status": "open", "assignee": "support-eu", "created": "2026-11-19T07:05Z"}]})
     s.probe("fact_retention", "How many checkouts failed in total across the EU shops, and how much money did they represent?",
             [["1,047", "1047", "1 047"], ["44,871", "44871", "44 871"]], ["six shops", "EUR"],
-            "1,047 checkouts failed across the six EU shops, worth EUR 44,871.00.")
+            "1,047 checkouts failed across the six EU shops, worth EUR 44,871.00.",
+            wrong=["833 checkouts failed across the six EU shops, worth EUR 44,871.00.",
+                   "412 checkouts failed across the six EU shops, worth EUR 18,204.10.",
+                   "1,047 checkouts failed across the six EU shops, worth EUR 12,915.60."])
     s.probe("entity_recall", "Which shop had the most failed checkouts, and how many?",
             [["Germany", "German"], ["412"]], [["eu-central", "eu central"], ["18,204", "18204"]],
-            "The German shop had the most: 412 failed checkouts worth EUR 18,204.10.")
+            "The German shop had the most: 412 failed checkouts worth EUR 18,204.10.",
+            wrong=["The French shop had the most: 287 failed checkouts worth EUR 12,915.60.",
+                   "The Dutch shop had the most: 133 failed checkouts worth EUR 5,101.75.",
+                   "The Italian shop had the most: 96 failed checkouts worth EUR 3,880.40."])
     s.probe("fact_retention", "After taking later successful retries into account, how many checkouts were actually lost?",
             [["833"]], [["214"], ["recovered", "later paid", "completed later"]],
-            "214 were recovered by later retries, so 833 checkouts were actually lost.")
+            "214 were recovered by later retries, so 833 checkouts were actually lost.",
+            wrong=["214 were recovered by later retries, so 1,047 checkouts were actually lost.",
+                   "1,047 were recovered by later retries, so no checkouts were actually lost."])
     return s
 
 
@@ -88,14 +96,25 @@ def medium() -> Scenario:
     s.say("No alerts fired because budget alerting has been paused since 28 September; worth re-enabling along with the report.")
     s.probe("fact_retention", "What was the total cloud cost across all projects in October?",
             [["48,312.40", "48312.40", "48,312.4", "48312.4", "48,312", "48312"]], [["ten projects", "10 projects"], "USD"],
-            "The ten projects cost 48,312.40 USD in total in October.")
+            "The ten projects cost 48,312.40 USD in total in October.",
+            wrong=["The ten projects cost 48,912.40 USD in total in October.",
+                   "The ten projects cost 17,905.12 USD in total in October.",
+                   "The ten projects cost 12,808.35 USD in total in October."])
     s.probe("entity_recall", "Which teams exceeded their budget, and by how much?",
             [["2,905.12", "2905.12", "2,905", "2905"], ["524.60", "524.6", "524"]], ["search", "web"],
-            "Search exceeded its 15,000 USD budget by 2,905.12 USD and web exceeded its 6,000 USD budget by 524.60 USD.")
+            "Search exceeded its 15,000 USD budget by 2,905.12 USD and web exceeded its 6,000 USD budget by 524.60 USD.",
+            wrong=["Payments exceeded its 12,000 USD budget by 925.67 USD and data exceeded its 14,000 USD budget by 1,191.65 "
+                    "USD.",
+                   "Search exceeded its 15,000 USD budget by 2,905.12 USD; every other team stayed within its budget.",
+                   "Only the data team exceeded its 14,000 USD budget, by 1,191.65 USD; search and web stayed within theirs."])
     s.probe("contradiction_awareness", "Does the provider's invoice agree with the sum of project costs? Explain any difference.",
             [["48,912.40", "48912.40", "48,912.4", "48912.4", "48,912", "48912"], ["support"]], [["600", "600.00"], ["48,312", "48312"]],
             "No: the invoice is 48,912.40 USD while the projects sum to 48,312.40 USD; the 600.00 USD difference is the business "
-            "support plan, billed at account level and not allocated to any project.")
+            "support plan, billed at account level and not allocated to any project.",
+            wrong=["Yes: the invoice is 48,312.40 USD, exactly the sum of the project costs; the business support plan is "
+                    "already included in the projects, so nothing is left unallocated.",
+                   "No: the invoice is 48,912.40 USD while the projects sum to 48,312.40 USD; the 600.00 USD difference is "
+                    "usage of the web-preview project that the cost exporter missed."])
     return s
 
 
@@ -141,15 +160,28 @@ def long() -> Scenario:
     s.say("Raw logs stay hot for 14 days, so the review can re-run any of these queries if needed.")
     s.probe("fact_retention", "How many 5xx responses were there in total during the incident, and how many customers were affected?",
             [["6,404", "6404", "6 404"], ["38 customers", "38 distinct", "38 affected", "38 unique", "thirty-eight"]], [["4,779", "4779"], ["1,515", "1515"]],
-            "There were 6,404 5xx responses in total (eu-west 1,515, us-east 4,779, ap-south 110), affecting 38 distinct customers.")
+            "There were 6,404 5xx responses in total (eu-west 1,515, us-east 4,779, ap-south 110), affecting 38 distinct customers.",
+            wrong=["There were 4,779 5xx responses in total (eu-west 1,515, us-east 3,877, ap-south 96), affecting 38 "
+                    "distinct customers.",
+                   "There were 6,404 5xx responses in total (eu-west 1,515, us-east 4,779, ap-south 110), affecting 612 "
+                    "distinct customers.",
+                   "There were 1,515 5xx responses in total, all in eu-west (gateway 1,204, auth 311), affecting 38 distinct "
+                    "customers."])
     s.probe("contradiction_awareness", "What did the public status page claim about the affected regions, and what do the logs show?",
             [["eu-west only", "only eu-west", "only in eu-west", "limited to eu-west", "only affected eu-west", "eu-west was affected"],
              ["us-east"]], [["4,779", "4779"], ["ap-south"], ["most", "majority", "largest"]],
             "The status page said only eu-west was affected, but the logs show us-east had the most errors (4,779 of 6,404) and "
-            "ap-south was affected too.")
+            "ap-south was affected too.",
+            wrong=["The status page said us-east and eu-west were affected, and the logs agree: us-east had the most errors "
+                    "(4,779 of 6,404).",
+                   "The status page said only eu-west was affected, and the logs agree: eu-west had every 5xx error (1,515) "
+                    "while the other regions stayed clean."])
     s.probe("temporal_ordering", "At what minute did the errors peak, and how many errors were logged in that minute?",
             [["10:17"], ["612"]], [["10:18", "577"], ["10:16", "431"]],
-            "The errors peaked at 10:17 UTC with 612 errors in that minute (10:18 had 577, 10:16 had 431).")
+            "The errors peaked at 10:17 UTC with 612 errors in that minute (10:18 had 577, 10:16 had 431).",
+            wrong=["The errors peaked at 10:18 UTC with 577 errors in that minute (10:16 had 431, 10:00 had the first ones).",
+                   "The errors peaked at 10:31 UTC with 612 errors in that minute, when the status page message was posted.",
+                   "The errors peaked at 10:00 UTC with 1,204 errors in that minute, at the start of the incident window."])
     return s
 
 

@@ -35,14 +35,27 @@ def short() -> Scenario:
     s.probe("contradiction_awareness", "What did SMART say about the data disk, and what did the kernel log show?",
             [["PASSED", "passes"], ["I/O error", "i/o errors", "Medium Error"]], [["sdb"], ["1953519616", "sector"]],
             "SMART reports PASSED with no reallocated or pending sectors, but the kernel log shows repeated read I/O errors "
-            "(Medium Error) on sdb.")
+            "(Medium Error) on sdb.",
+            wrong=["SMART reports FAILED with 25731 reallocated sectors, and the kernel log agrees, showing repeated read I/O "
+                    "errors (Medium Error) on sdb.",
+                   "SMART reports PASSED with no reallocated or pending sectors, and the kernel log agrees, showing no errors "
+                    "on sdb since the last boot."])
     s.probe("contradiction_awareness", "Why does the monitoring dashboard show no problem with the disk?",
             [["smart-exporter", "only relays", "SMART flag", "relays smart", "from smart"]], [["io_errors_24h", "0 errors"], "hourly"],
             "The dashboard takes its data from smart-exporter (polled hourly), which only relays the SMART flag, so it shows "
-            "PASSED and 0 I/O errors despite the kernel errors.")
+            "PASSED and 0 I/O errors despite the kernel errors.",
+            wrong=["The dashboard reads the kernel log (polled hourly), and the I/O errors had been rotated out of it, so it "
+                    "shows no errors for sdb.",
+                   "The dashboard only tracks the disk model ST8000NM000A and its warranty until 2027-04-30 (HW-55120), so it "
+                    "shows no problem with sdb.",
+                   "The dashboard counts only the backup jobs' read retries, which were 0 on 2026-11-30, so it shows 0 I/O "
+                    "errors for the disk."])
     s.probe("fact_retention", "At which sectors did the read errors occur?",
             [["1953519616"], ["1953519624"]], [["Dec 01", "Dec 1", "December 1"], ["Dec 02", "Dec 2", "December 2"]],
-            "Read I/O errors occurred at sectors 1953519616 (Dec 01 02:14) and 1953519624 (Dec 02 02:09).")
+            "Read I/O errors occurred at sectors 1953519616 (Dec 01 02:14) and 1953519624 (Dec 02 02:09).",
+            wrong=["Read I/O errors occurred at sectors 1031 (Dec 01 02:14) and 1184 (Dec 02 02:09).",
+                   "Read I/O errors occurred only at sector 1953519616, on Dec 01 at 02:14 and again on Dec 02 at 02:09.",
+                   "Read I/O errors occurred at sectors 25731 (Dec 01 02:14) and 1953519616 (Dec 02 02:09)."])
     return s
 
 
@@ -84,14 +97,24 @@ def medium() -> Scenario:
     s.say("The budget was raised two days before the deploy for a load drill and never reverted.")
     s.probe("contradiction_awareness", "What does the deploy API report, and what do the pods themselves answer?",
             [["6/6", "all 6", "all six", "6 replicas", "six replicas", "updated_replicas"], ["3.7.9"]], [["healthy"], ["one pod", "1 pod", "a single pod", "one of"]],
-            "The deploy API reports 3.8.2 on all 6 replicas (healthy), but one pod still answers version 3.7.9.")
+            "The deploy API reports 3.8.2 on all 6 replicas (healthy), but one pod still answers version 3.7.9.",
+            wrong=["The deploy API reports 3.8.2 on all 6 replicas (healthy), and every pod answers version 3.8.2 as well.",
+                   "The deploy API reports 3.7.9 on 1 replica (stalled), but five pods already answer version 3.8.2.",
+                   "The deploy API reports 3.7.9 on every pod (healthy), but the pods themselves answer version 3.8.2."])
     s.probe("entity_recall", "Which pod is running the old version, and which ReplicaSet does it belong to?",
             [["5f48b1-tq7nn", "tq7nn"], ["payments-api-5f48b1", "5f48b1"]], ["3.7.9", "registry.internal/payments-api:3.7.9"],
-            "The pod payments-api-5f48b1-tq7nn, from the old ReplicaSet payments-api-5f48b1 (image 3.7.9).")
+            "The pod payments-api-5f48b1-tq7nn, from the old ReplicaSet payments-api-5f48b1 (image 3.7.9).",
+            wrong=["The pod payments-api-6b7c9d-4kq2m, from the old ReplicaSet payments-api-6b7c9d (image 3.7.9).",
+                   "The pod payments-api-6b7c9d-w0hd3, from the new ReplicaSet payments-api-6b7c9d (image 3.8.2).",
+                   "The pod payments-api-6b7c9d-jm4fp, from the old ReplicaSet payments-api-5f48b1 (image 3.7.9)."])
     s.probe("contradiction_awareness", "Why do the deploy API's numbers disagree with reality?",
             [["disruption budget", "payments-pdb", "PDB"], ["evict"]], [["minAvailable", "min available"], ["ProgressDeadlineExceeded", "stalled"], ["desired", "new template"]],
             "The rollout stalled because payments-pdb (minAvailable=6) blocks eviction of the last old pod, while the deploy API "
-            "counts the new template's desired replicas and reports 6/6 regardless.")
+            "counts the new template's desired replicas and reports 6/6 regardless.",
+            wrong=["The rollout stalled because the new 3.8.2 image failed its readiness probe on the last pod, while the "
+                    "deploy API counts the new template's desired replicas and reports 6/6 regardless.",
+                   "The rollout was paused by r.bianchi for the black-friday drill, while the deploy API counts the new "
+                    "template's desired replicas and reports 6/6 regardless."])
     return s
 
 
@@ -132,15 +155,27 @@ def long() -> Scenario:
             [["1,284,550.20", "1284550.20", "1,284,550.2", "1284550.2", "1,284,550", "1284550"],
              ["1,283,950.20", "1283950.20", "1,283,950.2", "1283950.2", "1,283,950", "1283950"]], [["600"], ["1,822", "1822"], ["1,821", "1821"]],
             "The ledger totals EUR 1,284,550.20 over 1,822 lines; the bank statement books EUR 1,283,950.20 over 1,821 transactions, "
-            "EUR 600.00 less.")
+            "EUR 600.00 less.",
+            wrong=["The ledger totals EUR 1,284,550.20 over 1,822 lines; the bank statement books the same EUR 1,284,550.20, "
+                    "so the two agree.",
+                   "The ledger totals EUR 1,283,950.20 over 1,821 lines; the bank statement books the same EUR 1,283,950.20, "
+                    "so the two agree."])
     s.probe("contradiction_awareness", "What does the reconciliation service report for the batch, and can that be trusted?",
             [["reconciled"], ["copied", "parse failed", "failed to parse", "parse fail"]], [["expected file"], ["bank_total"]],
             "It reports the batch as reconciled, but only because it copied the ledger total into bank_total when it failed to "
-            "parse the statement; the figure cannot be trusted.")
+            "parse the statement; the figure cannot be trusted.",
+            wrong=["It reports the batch as unbalanced, with a EUR 600.00 gap between ledger_total and bank_total; that "
+                    "figure matches the statement and can be trusted.",
+                   "It reports the batch as reconciled, with both totals read from the ledger and the CAMT.053 statement, so "
+                    "the figure can be trusted."])
     s.probe("causal_fidelity", "Which transaction explains the difference, and why is it missing at the bank?",
             [["TX-77120", "77120"], ["account closed", "AC04", "returned"]], [["Kolmar"], ["600"]],
             "TX-77120 (EUR 600.00 to Brasserie Kolmar SARL) was returned by the bank with reason AC04, account closed, while the "
-            "ledger still counts it as paid.")
+            "ledger still counts it as paid.",
+            wrong=["MS-2208 (a payout IBAN update for a merchant) was returned by the bank with reason AC04, account closed, "
+                    "while the ledger still counts it as paid.",
+                   "TX-77120 (EUR 600.00 to Brasserie Kolmar SARL) was never sent to the bank because the statement parser "
+                    "failed, while the ledger counts it as paid."])
     return s
 
 

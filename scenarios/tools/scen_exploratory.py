@@ -39,13 +39,23 @@ def short() -> Scenario:
            {"columns": ["pg_size_pretty"], "rows": [["9817 MB"]], "elapsed_ms": 4, "host": "pg-replica-1"})
     s.probe("fact_retention", "What is the exact row count of the partition?",
             [["12884310", "12,884,310", "12 884 310", "12.884.310"]], [["analytics-replica-2", "analytics replica"], ["41.7", "41710", "42 s", "42 seconds"]],
-            "The partition events_2026_05 has 12,884,310 rows (counted on analytics-replica-2 in 41.7 s).")
+            "The partition events_2026_05 has 12,884,310 rows (counted on analytics-replica-2 in 41.7 s).",
+            wrong=["The partition events_2026_05 has 12,702,400 rows (counted on pg-replica-1 in 3 ms).",
+                   "The partition events_2026_05 has 9,817,000 rows (counted on analytics-replica-2 in 41.7 s)."])
     s.probe("causal_fidelity", "Why did the first attempt, on the primary, fail?",
             [["permission denied", "no SELECT privilege", "permission"]], ["support_ro", ["privilege", "grant"]],
-            "The role support_ro has no SELECT privilege on the events partitions, so the primary returned permission denied.")
+            "The role support_ro has no SELECT privilege on the events partitions, so the primary returned permission denied.",
+            wrong=["The statement_timeout of 15 s on the primary cancelled the count before the partition was scanned.",
+                   "The table events_2026_05 is not tracked on the primary, so it answered 404 Not Found for the partition."])
     s.probe("entity_recall", "Which database host finally answered, and what had to be changed to make it work?",
             [["analytics-replica-2", "analytics replica 2"], ["statement_timeout", "timeout"]], [["120s", "120 s", "120 seconds"], "pg-replica-1"],
-            "analytics-replica-2, after raising statement_timeout to 120 s (pg-replica-1 had cancelled the query at 15 s).")
+            "analytics-replica-2, after raising statement_timeout to 120 s (pg-replica-1 had cancelled the query at 15 s).",
+            wrong=["pg-replica-1, after granting SELECT to support_ro (pg-primary had refused the query with permission "
+                    "denied).",
+                   "pg-primary, after switching to the pg_class estimate (dbstats.internal had answered 404, table not "
+                    "tracked).",
+                   "analytics-replica-2, after granting SELECT to support_ro (pg-primary had refused the query with "
+                    "permission denied)."])
     return s
 
 
@@ -90,14 +100,26 @@ def medium() -> Scenario:
     s.say("There is an active release freeze until 6 October 06:00 UTC, so no promotion can happen before then.")
     s.probe("fact_retention", "What is the newest Android build and version number?",
             [["41233", "41,233"], ["7.18.0"]], [["beta"], ["2026-10-02", "2 October", "Oct 2"]],
-            "The newest build is version 7.18.0, build 41233, uploaded 2026-10-02 and on the beta track.")
+            "The newest build is version 7.18.0, build 41233, uploaded 2026-10-02 and on the beta track.",
+            wrong=["The newest build is version 7.17.2, build 41107, uploaded 2026-09-24 and on the production track.",
+                   "The newest build is version 7.17.1, build 41060, uploaded 2026-09-19 and on the production track.",
+                   "The newest build is version 7.18.0, build 41107, uploaded 2026-09-24 and on the production track."])
     s.probe("causal_fidelity", "Why did the very first CI request fail?",
             [["removed", "410", "Gone"]], [["2026-01-31", "31 January", "January 31"], ["/api/v2", "api v2"]],
-            "The CI API v1 was removed on 2026-01-31 (HTTP 410 Gone); clients must use /api/v2.")
+            "The CI API v1 was removed on 2026-01-31 (HTTP 410 Gone); clients must use /api/v2.",
+            wrong=["The CI token ci-readonly had expired on 2026-09-30 (HTTP 401 Unauthorized); it had to be refreshed.",
+                   "The CI token lacked the read:artifacts scope (HTTP 403 Forbidden); only read:pipelines was granted.",
+                   "The CI project slug mobile-android did not exist (HTTP 404 Not Found); the project name was wrong."])
     s.probe("temporal_ordering", "Which attempt came immediately before the call that finally succeeded, and how did it fail?",
             [["mobile-android", "slug", "pipelines"], ["404", "not found"]], [["403", "read:artifacts", "scope"], "artifact"],
             "Just before the artefact repository search, the pipelines call with the slug 'mobile-android' failed with 404 "
-            "project not found (the 403 missing-scope error came before that).")
+            "project not found (the 403 missing-scope error came before that).",
+            wrong=["Just before the artefact repository search, the builds call with the refreshed token failed with 403 "
+                    "missing scope read:artifacts (the 401 expired-token error came before that).",
+                   "Just before the artefact repository search, the token refresh returned a new token with only "
+                    "read:pipelines scope (the 401 expired-token error came before that).",
+                   "Just before the artefact repository search, the v2 builds call failed with 401 token expired (the 410 "
+                    "API-removed error came before that)."])
     return s
 
 
@@ -149,14 +171,26 @@ def long() -> Scenario:
     s.say("The worker is keeping up, so only the connection setting needs changing; I can draft the deployment patch next.")
     s.probe("fact_retention", "Which Redis host and port finally answered the ping?",
             [["redis-main"], ["6380"]], [["TLS", "--tls"], ["password", "REDIS_PASSWORD", "auth"]],
-            "redis-main.cache.svc.cluster.local on port 6380, over TLS and with the password from the reports-redis secret.")
+            "redis-main.cache.svc.cluster.local on port 6380, over TLS and with the password from the reports-redis secret.",
+            wrong=["redis.staging.svc.cluster.local on port 6379, over TLS and with the password from the reports-redis "
+                    "secret.",
+                   "redis-main.cache.svc.cluster.local on port 6379, without TLS and with the password from the reports-redis "
+                    "secret."])
     s.probe("causal_fidelity", "Why does the reports service fail to connect?",
             [["redis.staging"], ["hard-code", "hardcode", "old URL", "stale", "outdated", "still points"]], [["deleted", "moved", "migrat"], ["6379"], "TLS"],
             "Its deployment hard-codes the old REDIS_URL redis://redis.staging:6379/2, but that service was deleted when Redis moved "
-            "to redis-main (TLS only, port 6380); it should read REDIS_URL from its secret.")
+            "to redis-main (TLS only, port 6380); it should read REDIS_URL from its secret.",
+            wrong=["Its secret reports-redis holds a wrong REDIS_PASSWORD, so redis-main rejects it with NOAUTH "
+                    "Authentication required; it should get a new password in its secret.",
+                   "Its pods cannot resolve any name because cluster DNS at 10.96.0.10 is down; once DNS recovers, "
+                    "redis.staging:6379 will answer again and nothing else needs to change.",
+                   "Its connections are reset by redis-main on port 6380 because the cluster CA in /etc/ssl/cluster-ca.crt "
+                    "expired; it should be given a renewed CA certificate."])
     s.probe("entity_recall", "Which change moved Redis, and which team owns that change?",
             [["CHG-4102", "4102"]], [["platform-team", "platform team"], ["namespace cache", "cache namespace", "in cache"], ["2026-03-03", "3 March", "March 3"]],
-            "Change CHG-4102 by platform-team, done 2026-03-03, moved Redis into namespace cache as redis-main.")
+            "Change CHG-4102 by platform-team, done 2026-03-03, moved Redis into namespace cache as redis-main.",
+            wrong=["Change OPS-1029 by platform-team, done 2026-03-03, moved Redis into namespace cache as redis-main.",
+                   "Change OPS-1773 by r.costa, done 12 days ago, moved Redis into namespace reports as redis.staging."])
     return s
 
 

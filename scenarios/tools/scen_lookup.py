@@ -40,14 +40,26 @@ def short() -> Scenario:
           "whenever you want it.")
     s.probe("fact_retention", "Which invoice is the duplicate that finance should refund?",
             [["inv_30602", "30602"]], [["18450", "18,450", "18 450"], ["retry-worker", "retry worker"]],
-            "The duplicate is invoice inv_30602 (18,450.00 NOK), created at 02:14 by the retry-worker.")
+            "The duplicate is invoice inv_30602 (18,450.00 NOK), created at 02:14 by the retry-worker.",
+            wrong=["The duplicate is invoice inv_30571 (18,450.00 NOK), created at 02:00 by the billing-cron.",
+                   "The duplicate is the charge pi_5Rk2aa (18,450.00 NOK), made at 02:00 by the billing-cron.",
+                   "There is no duplicate: refund SUP-77310 (18,450.00 NOK) was already issued on 2026-03-04."])
     s.probe("causal_fidelity", "Why was the customer charged a second time?",
             [["timeout", "timed out"], ["idempotency"]], [["retry-worker", "retry worker"], "legacy", ["webhook", "late"]],
             "The gateway timed out after 60 s so the retry-worker marked the first invoice unpaid (its success webhook arrived late) "
-            "and re-charged via a legacy path without an idempotency key.")
+            "and re-charged via a legacy path without an idempotency key.",
+            wrong=["The first charge was declined by the gateway, so the retry-worker re-charged it with a fresh idempotency "
+                    "key; the decline webhook then arrived late and was ignored.",
+                   "The billing-cron created both invoices in one run because the customer has 41 vehicles on the fleet-pro "
+                    "plan, and the late webhook confirmed both charges.",
+                   "Support ticket SUP-77310 made finance re-issue the March invoice by hand, and the gateway accepted it "
+                    "because the first payment's webhook had not arrived yet."])
     s.probe("entity_recall", "What is the billing system's internal customer id for this customer, and which plan are they on?",
             [["cus_8841H", "8841H"]], [["fleet-pro", "fleet pro"], "NOK"],
-            "The customer id is cus_8841H, on the fleet-pro plan billed in NOK.")
+            "The customer id is cus_8841H, on the fleet-pro plan billed in NOK.",
+            wrong=["The customer id is pi_5Rk9xe, on the fleet-pro plan billed in NOK.",
+                   "The customer id is inv_30571, on the fleet-pro plan billed in NOK.",
+                   "The customer id is SUP-77310, on the fleet-pro plan billed in NOK."])
     return s
 
 
@@ -108,14 +120,25 @@ def medium() -> Scenario:
           "for the storefront team when you are ready.")
     s.probe("entity_recall", "Which feature flag is responsible, and who made the change that triggered it?",
             [["checkout_v3_layout", "checkout v3 layout"], ["okafor"]], ["18:47", ["safari", "webkit"]],
-            "The flag checkout_v3_layout; m.okafor added the Safari rule on 2026-05-20 at 18:47 UTC.")
+            "The flag checkout_v3_layout; m.okafor added the Safari rule on 2026-05-20 at 18:47 UTC.",
+            wrong=["The flag checkout_v3_layout; t.lindqvist added the Safari rule on 2026-05-12 at 10:02 UTC.",
+                   "The flag promo_banner_spring; m.okafor added the Safari rule on 2026-05-02 at 18:47 UTC.",
+                   "The flag legacy_polyfills; deploy-bot added the Safari rule on 2026-05-19 at 09:14 UTC."])
     s.probe("fact_retention", "What share of matching users does the new rule send to the broken variant?",
             [["35%", "35 %", "35 percent"]], [["safari", "webkit"], "chrome"],
-            "35% of Safari (non-Chrome) users are routed to the 'v3' variant.")
+            "35% of Safari (non-Chrome) users are routed to the 'v3' variant.",
+            wrong=["All Safari (non-Chrome) users are routed to the 'v3' variant, with no rollout cap.",
+                   "71% of Safari (non-Chrome) users are routed to the 'v3' variant."])
     s.probe("causal_fidelity", "Why does that variant make the checkout button disappear?",
             [["PayButton", "pay button"], ["commented out", "not wired", "placeholder"]], ["CheckoutV3", ["checkout_v3_layout", "v3 layout"]],
             "The v3 layout component CheckoutV3 still has the PayButton commented out (not wired yet), so users in the v3 "
-            "variant see no checkout button.")
+            "variant see no checkout button.",
+            wrong=["The v3 layout's checkout.js is served from a stale CDN cache to Safari, so users in the v3 variant see no "
+                    "checkout button.",
+                   "The v3 layout throws 'ResizeObserver loop limit exceeded' in Safari, so users in the v3 variant see no "
+                    "checkout button.",
+                   "The v3 layout fails to fetch /api/recommendations in Safari, so the PayButton never renders for users in "
+                    "the v3 variant."])
     return s
 
 
@@ -158,14 +181,26 @@ def long() -> Scenario:
           "fix and the re-run of the batch.")
     s.probe("fact_retention", "Which firewall rule is blocking the upload, and in which policy?",
             [["718"], ["dc1-egress"]], ["deny", ["185.61.4.0/24", "185.61.4"]],
-            "Rule 718 in policy dc1-egress denies tcp/22 from 10.20.0.0/16 to 185.61.4.0/24.")
+            "Rule 718 in policy dc1-egress denies tcp/22 from 10.20.0.0/16 to 185.61.4.0/24.",
+            wrong=["Rule 5530 in policy dc1-egress denies tcp/22 from 10.20.0.0/16 to 185.61.4.0/24.",
+                   "Rule 718 in policy fw-mgmt denies tcp/22 from 10.20.4.15 to 185.61.4.22.",
+                   "Router 10.0.255.1 in data centre dc1 drops tcp/22 from 10.20.0.0/16 to 185.61.4.0/24."])
     s.probe("entity_recall", "Who added the blocking rule, and under which ticket?",
             [["varga"], ["NET-5530", "5530"]], ["cleanup", "2026-06-09"],
-            "j.varga added it on 2026-06-09 under ticket NET-5530.")
+            "j.varga added it on 2026-06-09 under ticket NET-5530.",
+            wrong=["j.varga added it on 2026-06-09 under ticket OPS-1168.",
+                   "d.haas added it on 2026-06-09 under ticket NET-5530.",
+                   "a.berg added it on 2026-06-11 under ticket OPS-1513."])
     s.probe("causal_fidelity", "Why was that rule added in the first place?",
             [["decommission", "retired"], ["spreadsheet", "vendor"]], ["cleanup", ["185.61.4", "nordbank"]],
             "It was part of a cleanup: a vendor spreadsheet listed 185.61.4.0/24 as retired/decommissioned by Nordbank, "
-            "but the bank's SFTP host 185.61.4.22 is still in that range.")
+            "but the bank's SFTP host 185.61.4.22 is still in that range.",
+            wrong=["It was part of an incident response: Nordbank's status page reported its SFTP service down, so "
+                    "185.61.4.0/24 was blocked until the bank's host 185.61.4.22 recovered.",
+                   "It was part of a DNS change: sftp.nordbank.example moved out of 185.61.4.0/24, so the old range was "
+                    "blocked, but the resolver still returns 185.61.4.22.",
+                   "It was part of a cleanup: the payroll host pay-batch-01 was listed as decommissioned, so its egress to "
+                    "185.61.4.0/24 was denied, though the host still runs the batch."])
     return s
 
 

@@ -36,14 +36,29 @@ def short() -> Scenario:
            {"url": "http://tickets.local/api/search?q=db-replica-3+disk"}, {"total": 0, "items": []})
     s.probe("entity_recall", "Which team owns the component that is filling the disk, and who is on call for it?",
             ["Harbor", ["Priya Raman", "Priya", "Raman"]], [["ingest-bridge", "ingest bridge"], "#harbor-data"],
-            "The component is ingest-bridge, owned by team Harbor; Priya Raman is on call.")
+            "The component is ingest-bridge, owned by team Harbor; Priya Raman is on call.",
+            wrong=["The component is kafka-main, owned by team Vault; cdc-replica3 is on call.",
+                   "The component is ingest-bridge, owned by team Harbor; cdc-replica3 is on call.",
+                   "The component is kafka-cred-rotate, owned by team Vault; Priya Raman is on call."])
     s.probe("causal_fidelity", "What chain of events makes the disk fill up?",
             [["SASL", "authentication failed", "auth"], ["rotat"]], [["spool", "buffer"], ["notified", "cdc-replica3"], ["no size limit", "no limit"]],
             "The vault job kafka-cred-rotate rotated the cdc-replica3 credentials but did not notify this bridge, so Kafka rejects it "
-            "(SASL authentication failed) and ingest-bridge spools everything locally with no size limit.")
+            "(SASL authentication failed) and ingest-bridge spools everything locally with no size limit.",
+            wrong=["The Postgres data directory grew to 38G because the CDC bridge stopped consuming its changes, and the "
+                    "database keeps its WAL with no size limit until the bridge catches up again.",
+                   "Kafka broker nodeId 2 went down on 2026-07-02, so ingest-bridge spools everything locally and retries "
+                    "every 60 s with no size limit until the broker is back.",
+                   "The vault job kafka-cred-rotate rotated the cdc-replica3 credentials and notified this bridge, but "
+                    "Kafka's disk is full, so ingest-bridge spools everything locally with no size limit."])
     s.probe("temporal_ordering", "When did the credential rotation run, and when did local spooling start?",
             [["23:38"], ["23:41"]], [["2026-07-02", "Jul 02", "July 2"], "kafka-cred-rotate"],
-            "The rotation started at 23:38:55 UTC on 2026-07-02 and spooling started at 23:41:07, about two minutes later.")
+            "The rotation started at 23:38:55 UTC on 2026-07-02 and spooling started at 23:41:07, about two minutes later.",
+            wrong=["The rotation started at 23:41:06 UTC on 2026-07-02 and spooling started at 08:12:44 on 2026-07-03, hours "
+                    "later.",
+                   "The rotation started at 06:10:12 UTC on 2026-07-01 and spooling started at 23:41:07 on 2026-07-02, a day "
+                    "later.",
+                   "The rotation started at 23:38:55 UTC on 2026-07-02 and spooling started at 08:12:44 on 2026-07-03, the "
+                    "next morning."])
     return s
 
 
@@ -101,14 +116,26 @@ def medium() -> Scenario:
     s.say("A second DAG, fraud_features, reads from the same prefix and may be affected too; I'd include it in the fix.")
     s.probe("fact_retention", "Which table does the revenue panel read, and which upstream dbt model feeds that table?",
             [["mart.daily_revenue", "daily_revenue"], ["stg_orders"]], [["raw.orders"], ["orders_ingest"]],
-            "The panel reads mart.daily_revenue, which dbt builds from stg_orders (loaded from raw.orders).")
+            "The panel reads mart.daily_revenue, which dbt builds from stg_orders (loaded from raw.orders).",
+            wrong=["The panel reads mart.refunds_daily, which dbt builds from stg_orders (loaded from raw.orders).",
+                   "The panel reads mart.daily_revenue, which dbt builds from raw.orders (loaded by fraud_features).",
+                   "The panel reads raw.orders, which dbt builds from orders_ingest (loaded from the S3 exports)."])
     s.probe("entity_recall", "Which Airflow DAG and task failed to load the data?",
             [["orders_ingest"], ["extract_orders"]], [["HeadObject", "missing file", "file not found", "file was missing"], ["S3ToPostgres", "from S3", "S3 file", "S3 key"]],
-            "The DAG orders_ingest, task extract_orders, failed with an S3 404 Not Found.")
+            "The DAG orders_ingest, task extract_orders, failed with an S3 404 Not Found.",
+            wrong=["The DAG fraud_features, task wait_export, failed with an S3 404 Not Found.",
+                   "The DAG orders_ingest, task wait_export, failed with an S3 404 Not Found.",
+                   "The DAG daily_revenue, task extract_orders, failed with an S3 404 Not Found."])
     s.probe("causal_fidelity", "Why could the loader not find its input file?",
             [["underscore", "orders_2026-04-03"], ["v2.14", "2.14"]], [["hyphen", "orders-2026-04-03"], ["naming", "renamed", "rename"], "order-exporter"],
             "The order-exporter release v2.14.0 changed the naming to <dataset>_<date>, so it wrote orders_2026-04-03.csv.gz "
-            "(underscore) while the loader looks for orders-2026-04-03.csv.gz (hyphen).")
+            "(underscore) while the loader looks for orders-2026-04-03.csv.gz (hyphen).",
+            wrong=["The order-exporter release v2.13.4 changed multipart uploads, so it never wrote orders-2026-04-03.csv.gz "
+                    "and the loader found no file at all for that day.",
+                   "The order-exporter release v2.14.0 moved the exports to a new bucket, so it wrote "
+                    "orders-2026-04-03.csv.gz outside s3://acme-exports while the loader looks in the old prefix.",
+                   "The order-exporter ran late, at 00:43 on 2026-04-04, so orders-2026-04-03.csv.gz (hyphen) did not exist "
+                    "yet when the loader looked for it at 01:17."])
     return s
 
 
@@ -148,14 +175,26 @@ def long() -> Scenario:
     s.say("Pickups run daily, so once the stock is corrected the shipment can leave with the next pickup.")
     s.probe("fact_retention", "What is the order number behind the complaint, and what shipment id belongs to it?",
             [["ORD-5521907", "5521907"], ["SHP-20931", "20931"]], [["LMP-4410", "floor lamp"], "awaiting"],
-            "The complaint is about order ORD-5521907, shipment SHP-20931.")
+            "The complaint is about order ORD-5521907, shipment SHP-20931.",
+            wrong=["The complaint is about order PO-77412, shipment SHP-20931.",
+                   "The complaint is about order ORD-5521907, shipment T-88213.",
+                   "The complaint is about order c_20417, shipment PO-77412."])
     s.probe("entity_recall", "In which warehouse is the shipment stuck, and which product is it waiting for?",
             [["NL-TLB2", "Tilburg"], ["LMP-4410-BLK", "LMP-4410"]], [["floor lamp", "arc lamp"], ["pick_on_hold", "short pick", "SHORT_PICK"]],
-            "It is held in warehouse NL-TLB2 (Tilburg 2), waiting for SKU LMP-4410-BLK, the black arc floor lamp.")
+            "It is held in warehouse NL-TLB2 (Tilburg 2), waiting for SKU LMP-4410-BLK, the black arc floor lamp.",
+            wrong=["It is held by the carrier PostNL (pickup), waiting for SKU LMP-4410-BLK, the black arc floor lamp.",
+                   "It is held in warehouse NL-TLB2 (Tilburg 2), waiting for PO-77412, a delivery of 24 floor lamps.",
+                   "It is held in warehouse NL-TLB2 (Tilburg 2), waiting for order ORD-5521907 to be paid."])
     s.probe("causal_fidelity", "Why does the warehouse believe it has none of that product?",
             [["cycle count"], ["C-41-03", "wrong bin", "misplaced", "put away"]], [["C-14-03"], ["dewit"], ["PO-77412", "24 units"]],
             "The 24 units received on 2026-08-13 (PO-77412) were put away in bin C-41-03 instead of C-14-03, so the cycle count "
-            "by k.dewit on 2026-08-14 found C-14-03 empty and wrote stock down to zero.")
+            "by k.dewit on 2026-08-14 found C-14-03 empty and wrote stock down to zero.",
+            wrong=["The 24 units of PO-77412 never arrived at the warehouse, so the cycle count by k.dewit on 2026-08-14 "
+                    "found C-14-03 empty and wrote stock down to zero.",
+                   "The 7 allocated units were shipped to other customers on 2026-08-13, so the on-hand stock in bin C-14-03 "
+                    "dropped to zero before this order could be picked.",
+                   "The cycle count by k.dewit on 2026-08-14 found 23 damaged units in C-14-03 and wrote them off, so none "
+                    "were left for this order."])
     return s
 
 

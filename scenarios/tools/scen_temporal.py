@@ -35,14 +35,25 @@ def short() -> Scenario:
            "# Post-incident review\n## Summary\n## Timeline (UTC)\n## Impact\n## Contributing factors\n## Actions")
     s.probe("temporal_ordering", "When was the configuration pushed, and when did the alert fire?",
             [["14:02"], ["14:11"]], [["14:05"], "a.ferreira"],
-            "The timeout change was pushed at 14:02:31 UTC; errors rose at 14:05 and the alert fired at 14:11:02.")
+            "The timeout change was pushed at 14:02:31 UTC; errors rose at 14:05 and the alert fired at 14:11:02.",
+            wrong=["The timeout change was pushed at 14:05 UTC; errors rose at 14:11 and the alert fired at 14:13:40.",
+                   "The timeout change was pushed at 14:02:31 UTC; errors rose at 14:05 and the alert fired at 14:19:47.",
+                   "The timeout change was pushed at 14:19:47 UTC; errors rose at 14:20 and the alert fired at 14:25:15."])
     s.probe("temporal_ordering", "At what time was the change reverted, and when was the error rate back to normal?",
             [["14:19"], ["14:24"]], [["14:20"], ["14:25"], "nakamura"],
-            "j.nakamura reverted it at 14:19:47 UTC; errors fell from 14:20 and were normal by 14:24 (alert resolved 14:25:15).")
+            "j.nakamura reverted it at 14:19:47 UTC; errors fell from 14:20 and were normal by 14:24 (alert resolved 14:25:15).",
+            wrong=["a.ferreira reverted it at 14:02:31 UTC; errors fell from 14:05 and were normal by 14:11 (alert resolved "
+                    "14:13:40).",
+                   "j.nakamura reverted it at 14:13:40 UTC; errors fell from 14:20 and were normal by 14:26 (alert resolved "
+                    "14:25:15)."])
     s.probe("causal_fidelity", "Why did the configuration change cause checkout errors?",
             [["200 ms", "200ms", "200 milliseconds"], ["340", "p50", "median"]], [["timeout"], ["2000", "2,000", "2 s"]],
             "The tax-service timeout was cut from 2000 ms to 200 ms, but tax calls take about 340 ms at p50, so most of them "
-            "timed out and checkouts failed.")
+            "timed out and checkouts failed.",
+            wrong=["The tax-service timeout was raised from 200 ms to 2000 ms, so slow tax calls held checkout threads and "
+                    "checkouts failed.",
+                   "The tax service itself slowed down to about 1480 ms at p99, so its calls failed for checkout and "
+                    "invoicing alike."])
     return s
 
 
@@ -81,13 +92,25 @@ def medium() -> Scenario:
     s.probe("temporal_ordering", "When did the migration take its exclusive lock, and when did the failover happen?",
             [["03:12"], ["03:31"]], [["03:10:44", "03:10"], ["orders-pg-2"]],
             "The migration took the ACCESS EXCLUSIVE lock at 03:12:05 (it started at 03:10:44); the failover promoting "
-            "orders-pg-2 happened at 03:31:09.")
+            "orders-pg-2 happened at 03:31:09.",
+            wrong=["The migration took the ACCESS EXCLUSIVE lock at 03:10:44 (it started at 03:00); the failover promoting "
+                    "orders-pg-2 happened at 03:33:50.",
+                   "The migration took the ACCESS EXCLUSIVE lock at 03:12:05 (it started at 03:10:44); the failover promoting "
+                    "orders-pg-2 happened at 03:29:58.",
+                   "The migration took the ACCESS EXCLUSIVE lock at 03:25 (at the peak of the lag); the failover promoting "
+                    "orders-pg-1 happened at 03:31:09."])
     s.probe("temporal_ordering", "How long before the end of the migration did the failover happen, and at what time did the migration end?",
             [["03:33"]], [["03:31"], ["2.5 minutes", "2 minutes 41", "2 min 41", "2m41", "two and a half", "about 2 minutes", "3 minutes"]],
-            "Before: the failover was at 03:31:09 and the migration only finished at 03:33:50.")
+            "Before: the failover was at 03:31:09 and the migration only finished at 03:33:50.",
+            wrong=["After: the failover was at 03:31:09 and the migration had already finished at 03:12:05.",
+                   "Before: the failover was at 03:31:09 and the migration only finished at 03:40.",
+                   "After: the migration finished at 03:31:09 and the failover only came at 03:35."])
     s.probe("fact_retention", "What was the peak replication lag, and how many API errors were logged in the worst minute?",
             [["412"], ["1,840", "1840"]], [["03:25"], ["03:31"]],
-            "Replication lag peaked at 412 s around 03:25; orders-api logged 1,840 5xx errors at 03:31.")
+            "Replication lag peaked at 412 s around 03:25; orders-api logged 1,840 5xx errors at 03:31.",
+            wrong=["Replication lag peaked at 388 s around 03:30; orders-api logged 910 5xx errors at 03:32.",
+                   "Replication lag peaked at 233 s around 03:20; orders-api logged 1,840 5xx errors at 03:31.",
+                   "Replication lag peaked at 412 s around 03:25; orders-api logged 214 5xx errors at 03:31."])
     return s
 
 
@@ -122,14 +145,32 @@ def long() -> Scenario:
     s.probe("temporal_ordering", "What happened first: the public leak of the password, the foreign login, or the token creation? Give the times.",
             [["21:47"], ["08:14"], ["08:16"]], [["203.0.113.77"], ["tok_9f3a21"]],
             "First the password leaked in a public commit at 21:47:09 on 2 May, then the login from 203.0.113.77 at 08:14:22 on "
-            "3 May, then token tok_9f3a21 was created at 08:16:05.")
+            "3 May, then token tok_9f3a21 was created at 08:16:05.",
+            wrong=["First the login from 203.0.113.77 at 08:14:22 on 3 May, then token tok_9f3a21 was created at 08:16:05, "
+                    "and only then the password leaked in a public commit at 08:40:11.",
+                   "First the login from 203.0.113.77 at 08:14:22 on 3 May, then the password leaked in a public commit at "
+                    "08:40:11, then token tok_9f3a21 was created at 11:52:30.",
+                   "First token tok_9f3a21 was created at 21:47:09 on 2 May, then the login from 203.0.113.77 at 08:14:22 on "
+                    "3 May, then the password leaked in a public commit at 12:09:40."])
     s.probe("temporal_ordering", "When was the first export, when did the alert fire, and when was the token revoked?",
             [["08:40"], ["11:52"], ["12:07"]], [["customers_eu"], ["h.osei", "osei"]],
-            "The first export (customers_eu) ran at 08:40:11, the DLP alert fired at 11:52:30, and h.osei revoked the token at 12:07:14.")
+            "The first export (customers_eu) ran at 08:40:11, the DLP alert fired at 11:52:30, and h.osei revoked the token at 12:07:14.",
+            wrong=["The first export (contracts) ran at 09:05:58, the DLP alert fired at 11:52:30, and h.osei revoked the "
+                    "token at 12:09:40.",
+                   "The first export (customers_eu) ran at 08:40:11, the DLP alert fired at 08:52:37, and h.osei revoked the "
+                    "token at 12:07:14.",
+                   "The first export (invoices_2025) ran at 08:52:37, the DLP alert fired at 12:07:14, and h.osei revoked the "
+                    "token at 12:09:40."])
     s.probe("entity_recall", "Which datasets were exported with the stolen token, and from which IP address did the login come?",
             [["customers_eu"], ["invoices_2025"], ["contracts"], ["203.0.113.77"]], [["182,440", "182440"], ["AS64511", "VPS"]],
             "customers_eu (182,440 rows), invoices_2025 (96,012 rows) and contracts (4,310 rows) were exported; the login came "
-            "from 203.0.113.77 (AS64511, a VPS hoster).")
+            "from 203.0.113.77 (AS64511, a VPS hoster).",
+            wrong=["customers_eu (182,440 rows), invoices_2025 (96,012 rows) and contracts (4,310 rows) were exported; the "
+                    "login came from github.com/acme-labs (a public repository).",
+                   "customers_eu (182,440 rows) and invoices_2025 (96,012 rows) were exported, nothing else; the login came "
+                    "from 203.0.113.77 (AS64511, a VPS hoster).",
+                   "customers_eu (182,440 rows), invoices_2025 (96,012 rows) and report-scripts (4,310 rows) were exported; "
+                    "the login came from 203.0.113.77 (AS64511, a VPS hoster)."])
     return s
 
 

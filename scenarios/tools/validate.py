@@ -19,6 +19,11 @@ Two kinds of findings:
   a size outside the length's target, ...). With --strict they are errors too;
   this team's own set is kept at zero warnings.
 
+Wrong answers for the likelihood scorer's choice test (a probe's optional `wrong`,
+a world probe's optional `wrong_answers`) are errors when empty, repeated, equal
+to the reference or holding every required keyword, and warnings when their
+length is more than twice or less than half the reference's.
+
 Prints a per-scenario table (id, class, length, messages, approx tokens,
 probes per dimension) and the totals per dimension. --markdown prints the
 table as Markdown (used for scenarios/README.md).
@@ -42,7 +47,12 @@ TOP_KEYS = {"id", "class", "length", "title", "messages", "probes"}
 TOP_REQUIRED = TOP_KEYS
 MSG_KEYS = {"id", "role", "content", "tool_calls", "tool_call_id", "name", "is_error"}
 CALL_KEYS = {"id", "name", "arguments"}
-PROBE_KEYS = {"id", "question", "dimension", "required", "partial", "reference"}
+PROBE_KEYS = {"id", "question", "dimension", "required", "partial", "reference", "wrong"}
+# Wrong answers for the likelihood scorer's choice test: how many a probe may carry, and how far a wrong answer's length
+# may stray from the reference's before it warns (a much shorter or longer answer is told apart by its length, not by
+# the fact it states).
+WRONG_ANSWERS = (1, 4)
+WRONG_LENGTH_FACTOR = 2.0
 
 # Size targets per length: (min messages, max messages, min tokens, max tokens), ~4 chars/token.
 TARGETS = {"short": (8, 14, 600, 1000), "medium": (24, 40, 1500, 2500), "long": (60, 200, 3000, 5000)}
@@ -76,6 +86,36 @@ def variants(group) -> list[str]:
 
 def group_in(group, text_lower: str) -> bool:
     return any(v.lower() in text_lower for v in variants(group) if isinstance(v, str))
+
+
+def check_wrong_answers(checker: "Checker", where: str, answers, reference, required: list) -> None:
+    """A probe's wrong answers (compaction ``wrong``, world ``wrong_answers``): 1-4 distinct non-empty strings, none the
+    reference, none holding every required keyword (the keyword scorer would give it full marks, so it is not wrong);
+    a length more than WRONG_LENGTH_FACTOR away from the reference's warns."""
+    if not isinstance(answers, list):
+        checker.err(where, "must be an array of strings")
+        return
+    lo, hi = WRONG_ANSWERS
+    if not lo <= len(answers) <= hi:
+        checker.err(where, f"{len(answers)} wrong answers; give {lo}-{hi} (or leave the field out)")
+    ref = reference.strip() if isinstance(reference, str) else ""
+    seen: set[str] = set()
+    for j, a in enumerate(answers):
+        w = f"{where}[{j}]"
+        if not isinstance(a, str) or not a.strip():
+            checker.err(w, "must be a non-empty string")
+            continue
+        key = a.strip().lower()
+        if key in seen:
+            checker.err(w, "repeats an earlier wrong answer")
+        seen.add(key)
+        if ref and key == ref.lower():
+            checker.err(w, "is the reference answer")
+            continue
+        if required and all(group_in(g, key) for g in required):
+            checker.err(w, "holds every required keyword, so it would score as right")
+        if ref and not 1 / WRONG_LENGTH_FACTOR <= len(a.strip()) / len(ref) <= WRONG_LENGTH_FACTOR:
+            checker.warn(w, f"{len(a.strip())} characters against the reference's {len(ref)}: the length gives it away")
 
 
 class Checker:
@@ -268,6 +308,8 @@ class Checker:
                 self.warn(f"{w}.partial", "no partial keywords")
             good_req = [g for j, g in enumerate(req) if self.check_keyword(f"{w}.required[{j}]", g)]
             good_part = [g for j, g in enumerate(part) if self.check_keyword(f"{w}.partial[{j}]", g)]
+            if "wrong" in p:
+                check_wrong_answers(self, f"{w}.wrong", p["wrong"], p.get("reference"), good_req)
             question = p.get("question", "") if isinstance(p.get("question"), str) else ""
             ql = question.lower()
             for kind, groups in (("required", good_req), ("partial", good_part)):
@@ -311,7 +353,7 @@ class Checker:
 WORLD_KEYS = {"id", "title", "system", "question", "route", "endpoints", "probes"}
 WORLD_REQUIRED = {"id", "title", "question", "endpoints", "probes"}
 ENDPOINT_KEYS = {"path", "status", "body"}
-WPROBE_KEYS = {"id", "fact", "source", "required", "partial", "wrong", "reference", "kind"}
+WPROBE_KEYS = {"id", "fact", "source", "required", "partial", "wrong", "wrong_answers", "reference", "kind"}
 WPROBE_REQUIRED = {"id", "fact", "source", "required", "reference"}
 PROBE_KINDS = ["fact", "contradiction", "order"]
 LONG_ROUTE = 12
@@ -432,6 +474,9 @@ class WorldChecker(Checker):
                     self.err(f"{w}.wrong[{j}]", "a wrong value appears in the reference answer")
             for j, g in enumerate(p.get("partial", []) or []):
                 self.check_keyword(f"{w}.partial[{j}]", g)
+            if "wrong_answers" in p:
+                good_req = [g for g in req if isinstance(g, (str, list)) and all(isinstance(v, str) and v.strip() for v in variants(g))]
+                check_wrong_answers(self, f"{w}.wrong_answers", p["wrong_answers"], p.get("reference"), good_req)
 
     def check_long(self, doc: dict, probes: list, bodies: dict, route: list) -> None:
         good = [p for p in probes if isinstance(p, dict)]

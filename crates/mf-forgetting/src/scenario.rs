@@ -101,7 +101,9 @@ pub struct Probe {
     /// Wrong answers a forgetful reader would give (the other invoice, the
     /// superseded figure, the earlier owner), written from values of the same
     /// conversation: the likelihood scorer's choice test asks that the
-    /// reference out-score each of them. Optional.
+    /// reference out-score each of them. Optional; when given, each is
+    /// non-empty, they are distinct and none is the reference (compared
+    /// trimmed, ignoring case).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub wrong: Vec<String>,
 }
@@ -170,9 +172,32 @@ impl Scenario {
                     }
                 }
             }
+            validate_wrong_answers(i, p)?;
         }
         Ok(())
     }
+}
+
+/// A probe's wrong answers are non-empty, distinct and none is the
+/// reference; the comparison trims and ignores case, because a choice between
+/// two answers that differ only there measures nothing.
+fn validate_wrong_answers(i: usize, p: &Probe) -> Result<(), ForgettingError> {
+    let reference = p.reference.trim().to_lowercase();
+    let mut seen = HashSet::new();
+    for (j, answer) in p.wrong.iter().enumerate() {
+        let key = answer.trim().to_lowercase();
+        let reason = if key.is_empty() {
+            "must not be empty"
+        } else if key == reference {
+            "is the reference answer; a wrong answer must differ from it"
+        } else if !seen.insert(key) {
+            "repeats an earlier wrong answer"
+        } else {
+            continue;
+        };
+        return Err(ForgettingError::InvalidConversation { field: format!("probes[{i}].wrong[{j}]"), reason: format!("probe {:?}: {reason}", p.id) });
+    }
+    Ok(())
 }
 
 /// Validates a history on its own (the agent's, a session dump's).
@@ -288,6 +313,44 @@ mod tests {
         }
         let e = Scenario::parse(&GOOD.replace("\"required\": [[\"4817\", \"#4817\"]]", "\"required\": []")).unwrap_err().to_string();
         assert!(e.contains("probes[0].required"), "{e}");
+    }
+
+    fn with_wrong(wrong: &str) -> String {
+        let text = GOOD.replace("\"reference\": \"Build 4817.\"", &format!("\"reference\": \"Build 4817.\", \"wrong\": {wrong}"));
+        assert_ne!(text, GOOD, "the fixture's reference moved");
+        text
+    }
+
+    #[test]
+    fn wrong_answers_are_optional_and_parsed() {
+        assert!(Scenario::parse(GOOD).unwrap().probes[0].wrong.is_empty());
+        let s = Scenario::parse(&with_wrong(r#"["Build 4816.", "Build 3311."]"#)).unwrap();
+        assert_eq!(s.probes[0].wrong, vec!["Build 4816.".to_owned(), "Build 3311.".to_owned()]);
+    }
+
+    #[test]
+    fn an_empty_wrong_answer_is_refused_naming_the_probe() {
+        for wrong in [r#"["Build 4816.", ""]"#, r#"["Build 4816.", "  "]"#] {
+            let e = Scenario::parse(&with_wrong(wrong)).unwrap_err().to_string();
+            assert!(e.contains("probes[0].wrong[1]") && e.contains("probe \"p1\"") && e.contains("empty"), "{wrong}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_repeated_wrong_answer_is_refused_naming_the_probe() {
+        // Repeats are found after trimming and ignoring case, as a scorer would see them.
+        for wrong in [r#"["Build 4816.", "Build 4816."]"#, r#"["Build 4816.", " build 4816. "]"#] {
+            let e = Scenario::parse(&with_wrong(wrong)).unwrap_err().to_string();
+            assert!(e.contains("probes[0].wrong[1]") && e.contains("probe \"p1\"") && e.contains("repeats"), "{wrong}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_reference_is_refused_as_a_wrong_answer_naming_the_probe() {
+        for wrong in [r#"["Build 4816.", "Build 4817."]"#, r#"["Build 4816.", "BUILD 4817. "]"#] {
+            let e = Scenario::parse(&with_wrong(wrong)).unwrap_err().to_string();
+            assert!(e.contains("probes[0].wrong[1]") && e.contains("probe \"p1\"") && e.contains("reference"), "{wrong}: {e}");
+        }
     }
 
     #[test]

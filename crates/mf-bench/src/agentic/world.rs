@@ -67,6 +67,12 @@ pub struct WorldProbe {
     pub wrong: Vec<Keyword>,
     /// The reference answer for this fact.
     pub reference: String,
+    /// Whole wrong answers, phrased like `reference` but stating a value a
+    /// forgetful reader would confuse (often one of `wrong`: the other
+    /// rotation's on-call, the superseded figure): the likelihood scorer's
+    /// choice test asks that the reference out-score each. Optional.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wrong_answers: Vec<String>,
     /// What the probe tests (default: a fact).
     #[serde(default, skip_serializing_if = "ProbeKind::is_fact")]
     pub kind: ProbeKind,
