@@ -357,7 +357,7 @@ def replica_lag_refunds():
         P("allowed", "the allowed replica lag", "/clusters/orders-db.json", [["1500", "1,500", "1.5 s", "1.5s", "1.5 seconds"]], "At most 1,500 ms of lag is allowed.", wrong=[["2500", "2,500"]],
           wrong_answers=["At most 2,500 ms of lag is allowed.", "At most 120 ms of lag is allowed."]),
         P("check", "the load balancer's lag check", "/replicas/page1.json", [["disabled"]], "The pool's lag-aware health check was disabled.", partial=[["orders-ro-lb"]],
-          wrong_answers=["The pool's lag-aware health check was enabled.", "The pool's lag-aware health check was paused."]),
+          wrong_answers=["The pool's lag-aware health check was enabled.", "The pool's lag-aware health check was set to 1,500 ms."]),
         P("replica", "the lagging replica and its lag", "/replicas/page2.json", [["orders-db-r3", "r3"], ["287400", "287,400", "287.4"]], "orders-db-r3 lagged 287,400 ms.", wrong=[["orders-db-r4", "r4"], ["41200", "41,200"]],
           wrong_answers=["orders-db-r4 lagged 41,200 ms.", "orders-db-r2 lagged 180 ms."]),
         P("first", "the first event of the chain", "/hosts/orders-db-r3.json", [["03:40"]], "It began at 03:40 when the WAL volume on r3 filled.", wrong=[["03:52"], ["04:05"]], kind="order",
