@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::workspace::{io_err, kind_name, lookup_err, resolve};
+use super::workspace::{io_err, kind_name, resolve_dir};
 use super::{Budget, Limit, Workspace, denied_name, dot};
 use crate::ToolError;
 
@@ -52,13 +52,15 @@ pub struct Listing {
 /// # Errors
 /// Refusals for paths outside or denied; [`ToolError::NotFound`] / [`ToolError::Io`].
 pub fn list(ws: &Workspace, args: &ListArgs) -> Result<Listing, ToolError> {
-    let (r, rel) = resolve(ws, args.root.as_deref(), &args.path)?;
+    // The folder's own handle, opened with no symlink along its path: the
+    // entries read are those of the folder that passed the deny-list.
+    let (_, rel, dir) = resolve_dir(ws, args.root.as_deref(), &args.path)?;
     let lim = &ws.limits;
     let mut budget = Budget::new(lim);
     let mut entries = Vec::new();
     let mut hidden = 0;
     let mut stopped_by = None;
-    for e in r.dir.read_dir(&rel).map_err(|e| lookup_err(&args.path, &e))? {
+    for e in dir.entries().map_err(|e| io_err(&args.path, &e))? {
         let e = e.map_err(|e| io_err(&args.path, &e))?;
         if entries.len() == lim.max_entries {
             // One entry past the page: the folder has more.

@@ -10,6 +10,15 @@
 //! (`.git/`, `.env*`, key and credential files), so `notes.txt -> .env` is
 //! refused too.
 //!
+//! The check and the open are one step: the canonical path is then opened
+//! one component at a time, each with `openat` from the handle of the folder
+//! before it, `O_NOFOLLOW`, and its name checked against the deny-list as it
+//! is opened. A symlink at any component means the path changed since it was
+//! resolved (a folder swapped for a symlink to `.ssh`, say): it is resolved
+//! again, at most three times, then refused; it is never followed. Listings
+//! read the folder handle so opened, and a search opens each folder, and
+//! each file from its folder's handle, the same way.
+//!
 //! Walks are bounded three ways, so a huge or hostile folder costs at most
 //! a known amount of time and memory: every directory entry looked at counts
 //! against [`FileLimits::max_visited`] (skipped ones too: binary, too large,

@@ -5,7 +5,7 @@ use std::io::{Read, Seek, SeekFrom};
 use serde::{Deserialize, Serialize};
 
 use super::Workspace;
-use super::workspace::{io_err, open_regular, resolve};
+use super::workspace::{io_err, resolve_file};
 use crate::ToolError;
 
 /// Arguments of `read_file`.
@@ -47,8 +47,7 @@ pub struct FilePage {
 /// # Errors
 /// Refusals for paths outside, denied or not regular; [`ToolError::NotFound`] / [`ToolError::Io`].
 pub fn read(ws: &Workspace, args: &ReadArgs) -> Result<FilePage, ToolError> {
-    let (r, rel) = resolve(ws, args.root.as_deref(), &args.path)?;
-    let mut f = open_regular(&r.dir, &rel, &args.path)?;
+    let (rel, mut f) = resolve_file(ws, args.root.as_deref(), &args.path)?;
     let size = f.metadata().map_err(|e| io_err(&args.path, &e))?.len();
     let cap = args.max_bytes.unwrap_or(ws.limits.read_bytes).clamp(1, ws.limits.max_read_bytes);
     let offset = args.offset.min(size);

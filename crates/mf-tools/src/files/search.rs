@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use cap_std::fs::Dir;
 use serde::{Deserialize, Serialize};
 
-use super::workspace::{Root, open_regular, resolve};
+use super::workspace::{Root, open_dir, open_regular, resolve_dir};
 use super::{Budget, FileLimits, Limit, Workspace, denied_name, dot};
 use crate::ToolError;
 
@@ -77,7 +77,7 @@ pub fn search(ws: &Workspace, args: &SearchArgs) -> Result<SearchResult, ToolErr
         .dfa_size_limit(4 << 20)
         .build()
         .map_err(|e| ToolError::InvalidPattern(e.to_string()))?;
-    let (r, start) = resolve(ws, args.root.as_deref(), &args.path)?;
+    let (r, start, _) = resolve_dir(ws, args.root.as_deref(), &args.path)?;
     let lim = &ws.limits;
     let mut budget = Budget::new(lim);
     let mut out = SearchResult { matches: Vec::new(), files_searched: 0, files_skipped: 0, entries_visited: 0, truncated: false, stopped_by: None, note: None };
@@ -95,7 +95,11 @@ fn walk(r: &Root, start: PathBuf, lim: &FileLimits, budget: &mut Budget, re: &re
     let mut stack: Vec<(PathBuf, usize)> = vec![(start, 0)];
     let mut opened = 0usize;
     while let Some((dir_rel, depth)) = stack.pop() {
-        let Ok(rd) = r.dir.read_dir(&dir_rel) else { continue };
+        // Each folder through its own handle, opened with no symlink along
+        // its path, and its files opened from that handle: a folder swapped
+        // for a symlink since it was listed is skipped, never followed.
+        let Ok(dir) = open_dir(&r.dir, &dir_rel, &dir_rel.display().to_string()) else { continue };
+        let Ok(rd) = dir.entries() else { continue };
         // Read no more of the folder than the budget allows, so a folder of
         // a million entries is never held in memory; sort what was read.
         let mut names = Vec::new();
@@ -110,9 +114,9 @@ fn walk(r: &Root, start: PathBuf, lim: &FileLimits, budget: &mut Budget, re: &re
         // Names taken once: sorting by `file_name()` would allocate in every comparison.
         names.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let mut subdirs = Vec::new();
-        for (name, e) in names {
+        for (os_name, e) in names {
             budget.check_time()?;
-            let name = name.to_string_lossy().into_owned();
+            let name = os_name.to_string_lossy().into_owned();
             let rel = if dir_rel == Path::new(".") { PathBuf::from(&name) } else { dir_rel.join(&name) };
             let Ok(ft) = e.file_type() else { continue };
             if denied_name(&name).is_some() || ft.is_symlink() {
@@ -134,7 +138,7 @@ fn walk(r: &Root, start: PathBuf, lim: &FileLimits, budget: &mut Budget, re: &re
             }
             opened += 1;
             let shown = rel.display().to_string();
-            let Some(text) = read_text(&r.dir, &rel, &shown, lim.max_search_file_bytes) else {
+            let Some(text) = read_text(&dir, Path::new(&os_name), &shown, lim.max_search_file_bytes) else {
                 out.files_skipped += 1;
                 continue;
             };

@@ -5,7 +5,7 @@
 use std::path::{Component, Path, PathBuf};
 
 use cap_std::ambient_authority;
-use cap_std::fs::{Dir, OpenOptions};
+use cap_std::fs::Dir;
 
 use super::FileLimits;
 use crate::ToolError;
@@ -144,7 +144,7 @@ pub(super) fn io_err(path: &str, e: &std::io::Error) -> ToolError {
 }
 
 /// Map a cap-std lookup error: escapes become [`ToolError::PathEscapes`].
-pub(super) fn lookup_err(path: &str, e: &std::io::Error) -> ToolError {
+fn lookup_err(path: &str, e: &std::io::Error) -> ToolError {
     let msg = e.to_string();
     if msg.contains("outside of the filesystem") || e.raw_os_error() == Some(libc::EXDEV) {
         return ToolError::PathEscapes(path.to_string());
@@ -157,7 +157,7 @@ pub(super) fn lookup_err(path: &str, e: &std::io::Error) -> ToolError {
 
 /// Resolve the model's path inside a root: checked as written, then
 /// canonicalised through the handle (escapes refused) and checked again.
-pub(super) fn resolve<'w>(ws: &'w Workspace, root: Option<&str>, path: &str) -> Result<(&'w Root, PathBuf), ToolError> {
+fn resolve<'w>(ws: &'w Workspace, root: Option<&str>, path: &str) -> Result<(&'w Root, PathBuf), ToolError> {
     let r = ws.root(root)?;
     let rel = relative(path)?;
     let canon = r.dir.canonicalize(&rel).map_err(|e| lookup_err(path, &e))?;
@@ -187,24 +187,185 @@ pub(super) fn kind_name(ft: &cap_std::fs::FileType) -> &'static str {
     }
 }
 
-/// Open a regular file without ever blocking on a FIFO.
+/// Why a step of [`open_beneath`] failed: the path is not what the
+/// resolution saw (a symlink, or a non-folder, now stands where it found a
+/// folder), or another error.
+enum Step {
+    /// A component changed between the resolution and the open: resolve again.
+    Changed,
+    /// Anything else, already typed.
+    Failed(ToolError),
+}
+
+/// What the last component must be.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Want {
+    Dir,
+    RegularFile,
+}
+
+/// Opens `rel` beneath `dir` one component at a time, each with `openat`
+/// relative to the handle of the folder before it and `O_NOFOLLOW`, so no
+/// component can be a symlink, and each name is checked against the
+/// deny-list as it is opened: the check and the open are one step. A
+/// symlink (or a swapped-in non-folder) at any component is [`Step::Changed`]:
+/// `rel` came from a resolution that followed every symlink, so one here
+/// was put there since. A `cap_std` open would instead follow a symlink in
+/// the middle of the path to anywhere inside the root, a denied folder
+/// included.
+#[cfg(unix)]
+fn open_beneath(dir: &Dir, rel: &Path, want: Want, shown: &str) -> Result<std::fs::File, Step> {
+    use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::ffi::OsStrExt;
+
+    let names: Vec<&std::ffi::OsStr> = rel
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(Ok(n)),
+            Component::CurDir => None,
+            _ => Some(Err(())),
+        })
+        .collect::<Result<_, _>>()
+        .map_err(|()| Step::Failed(ToolError::PathTraversal(shown.to_string())))?;
+    let dir_flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    let mut held: Option<OwnedFd> = None;
+    for (i, name) in names.iter().enumerate() {
+        if let Some(reason) = denied_name(&name.to_string_lossy()) {
+            return Err(Step::Failed(ToolError::PathDenied { path: shown.to_string(), reason: reason.to_string() }));
+        }
+        let parent = held.as_ref().map_or_else(|| dir.as_fd().as_raw_fd(), AsRawFd::as_raw_fd);
+        let c = std::ffi::CString::new(name.as_bytes())
+            .map_err(|_| Step::Failed(ToolError::InvalidArguments { tool: "files".into(), message: "path contains a NUL byte".into() }))?;
+        let last = i + 1 == names.len();
+        let flags = if last && want == Want::RegularFile {
+            // The type first, through the folder's handle and without
+            // following: a FIFO or a device is never opened at all.
+            // SAFETY: `parent` is a live descriptor we hold; `c` is a valid C string; `st` is written by the call.
+            let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            if unsafe { libc::fstatat(parent, c.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) } != 0 {
+                return Err(errno_step(shown));
+            }
+            regular_or_refuse(st.st_mode, shown).map_err(Step::Failed)?;
+            libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC
+        } else {
+            dir_flags
+        };
+        // SAFETY: `parent` is a live descriptor we hold; `c` is a valid C string.
+        let fd = unsafe { libc::openat(parent, c.as_ptr(), flags) };
+        if fd < 0 {
+            let step = errno_step(shown);
+            if last && want == Want::Dir && matches!(step, Step::Changed) {
+                // A file where a folder is wanted is a plain mistake unless it is a symlink.
+                // SAFETY: as above.
+                let mut st: libc::stat = unsafe { std::mem::zeroed() };
+                if unsafe { libc::fstatat(parent, c.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) } == 0 && st.st_mode & libc::S_IFMT != libc::S_IFLNK {
+                    return Err(Step::Failed(ToolError::Io { path: shown.to_string(), message: "not a folder".into() }));
+                }
+            }
+            return Err(step);
+        }
+        // SAFETY: `fd` was just returned by openat and is owned by nobody else.
+        held = Some(unsafe { OwnedFd::from_raw_fd(fd) });
+    }
+    let file = match held {
+        Some(fd) => std::fs::File::from(fd),
+        None => dir.try_clone().map_err(|e| Step::Failed(io_err(shown, &e)))?.into_std_file(),
+    };
+    if want == Want::RegularFile {
+        // Checked again on what was opened: swapped for a FIFO or a device
+        // between the two steps, it is still refused.
+        let meta = cap_std::fs::Metadata::from_just_metadata(file.metadata().map_err(|e| Step::Failed(io_err(shown, &e)))?);
+        if !meta.is_file() {
+            return Err(Step::Failed(ToolError::NotRegularFile { path: shown.to_string(), kind: kind_name(&meta.file_type()).into() }));
+        }
+    }
+    Ok(file)
+}
+
+/// `Ok` for a regular file's mode, else the refusal naming what it is.
+#[cfg(unix)]
+fn regular_or_refuse(mode: libc::mode_t, shown: &str) -> Result<(), ToolError> {
+    let kind = match mode & libc::S_IFMT {
+        libc::S_IFREG => return Ok(()),
+        libc::S_IFDIR => "directory",
+        libc::S_IFLNK => "symlink",
+        libc::S_IFIFO => "FIFO",
+        libc::S_IFSOCK => "socket",
+        libc::S_IFCHR => "character device",
+        libc::S_IFBLK => "block device",
+        _ => "special file",
+    };
+    Err(ToolError::NotRegularFile { path: shown.to_string(), kind: kind.into() })
+}
+
+/// The last OS error of an `openat`/`fstatat` step, as a [`Step`]: a
+/// symlink met with `O_NOFOLLOW` (`ELOOP`) or a non-folder where a folder
+/// was (`ENOTDIR`) means the path changed.
+#[cfg(unix)]
+fn errno_step(shown: &str) -> Step {
+    let e = std::io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::ELOOP | libc::ENOTDIR) => Step::Changed,
+        Some(libc::ENOENT) => Step::Failed(ToolError::NotFound(shown.to_string())),
+        _ => Step::Failed(io_err(shown, &e)),
+    }
+}
+
+/// How often a path that changed under a call is resolved again before the
+/// call gives up. A workspace being edited may replace a folder once; a path
+/// that changes on every try is being swapped on purpose, and three tries
+/// cost three resolutions, not a spin.
+const CHANGED_TRIES: usize = 3;
+
+fn changed(shown: &str) -> ToolError {
+    ToolError::Io { path: shown.to_string(), message: "the path changed while it was being opened (a symlink appeared in it); try again".into() }
+}
+
+/// Opens `rel` (a path the walk found beneath `dir`, every component a real
+/// folder or file) as a regular file, never following a symlink at any
+/// component and never blocking on a FIFO. A path that changed since is
+/// refused, not retried: the walk only saw it in passing.
 pub(super) fn open_regular(dir: &Dir, rel: &Path, shown: &str) -> Result<cap_std::fs::File, ToolError> {
-    let meta = dir.metadata(rel).map_err(|e| lookup_err(shown, &e))?;
-    if !meta.is_file() {
-        return Err(ToolError::NotRegularFile { path: shown.to_string(), kind: kind_name(&meta.file_type()).into() });
+    match open_beneath(dir, rel, Want::RegularFile, shown) {
+        Ok(f) => Ok(cap_std::fs::File::from_std(f)),
+        Err(Step::Changed) => Err(changed(shown)),
+        Err(Step::Failed(e)) => Err(e),
     }
-    let mut opts = OpenOptions::new();
-    opts.read(true);
-    {
-        use cap_std::fs::OpenOptionsExt;
-        opts.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY);
+}
+
+/// Opens `rel` as a folder handle beneath `dir`, as [`open_regular`] does.
+pub(super) fn open_dir(dir: &Dir, rel: &Path, shown: &str) -> Result<Dir, ToolError> {
+    match open_beneath(dir, rel, Want::Dir, shown) {
+        Ok(f) => Ok(Dir::from_std_file(f)),
+        Err(Step::Changed) => Err(changed(shown)),
+        Err(Step::Failed(e)) => Err(e),
     }
-    let f = dir.open_with(rel, &opts).map_err(|e| lookup_err(shown, &e))?;
-    let meta = f.metadata().map_err(|e| io_err(shown, &e))?;
-    if !meta.is_file() {
-        return Err(ToolError::NotRegularFile { path: shown.to_string(), kind: kind_name(&meta.file_type()).into() });
+}
+
+/// The model's path resolved (symlinks inside the root followed, escapes
+/// refused, the deny-list applied to the real path) and opened as a regular
+/// file, component by component from the root's handle. When the path
+/// changed between the two (a folder swapped for a symlink), it is resolved
+/// again, at most [`CHANGED_TRIES`] times.
+pub(super) fn resolve_file(ws: &Workspace, root: Option<&str>, path: &str) -> Result<(PathBuf, cap_std::fs::File), ToolError> {
+    resolve_then(ws, root, path, Want::RegularFile).map(|(_, rel, f)| (rel, cap_std::fs::File::from_std(f)))
+}
+
+/// As [`resolve_file`], for a folder: its handle, for listing or walking it.
+pub(super) fn resolve_dir<'w>(ws: &'w Workspace, root: Option<&str>, path: &str) -> Result<(&'w Root, PathBuf, Dir), ToolError> {
+    resolve_then(ws, root, path, Want::Dir).map(|(r, rel, f)| (r, rel, Dir::from_std_file(f)))
+}
+
+fn resolve_then<'w>(ws: &'w Workspace, root: Option<&str>, path: &str, want: Want) -> Result<(&'w Root, PathBuf, std::fs::File), ToolError> {
+    for _ in 0..CHANGED_TRIES {
+        let (r, rel) = resolve(ws, root, path)?;
+        match open_beneath(&r.dir, &rel, want, path) {
+            Ok(f) => return Ok((r, rel, f)),
+            Err(Step::Changed) => continue,
+            Err(Step::Failed(e)) => return Err(e),
+        }
     }
-    Ok(f)
+    Err(changed(path))
 }
 
 #[cfg(test)]

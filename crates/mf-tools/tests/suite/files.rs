@@ -294,3 +294,72 @@ fn files_100k_entries_bounded_by_budget_and_deadline() {
         assert!(n * 2 * 50 >= took.as_millis() - 100, "the runtime was blocked: {n} ticks of 50 ms in {took:?}");
     });
 }
+
+/// Swaps two names in one step (`renameat2` with `RENAME_EXCHANGE`), so the
+/// path always exists: one moment a directory, the next a symlink.
+fn exchange(a: &Path, b: &Path) {
+    let a = std::ffi::CString::new(a.to_str().unwrap()).unwrap();
+    let b = std::ffi::CString::new(b.to_str().unwrap()).unwrap();
+    // SAFETY: valid C strings naming entries of our own temp folder.
+    let r = unsafe { libc::renameat2(libc::AT_FDCWD, a.as_ptr(), libc::AT_FDCWD, b.as_ptr(), libc::RENAME_EXCHANGE) };
+    assert_eq!(r, 0, "renameat2: {}", std::io::Error::last_os_error());
+}
+
+/// The deny-list check and the open are one step: a thread swaps `pub`
+/// between a real folder and a symlink to the denied `.ssh` (both inside the
+/// workspace, so the root's own confinement does not stop it) while the
+/// tools read, list and search through `pub` thousands of times. Checking
+/// the path first and opening it after would, between the two, follow the
+/// fresh symlink into `.ssh`; no call may ever return what is in there.
+#[test]
+fn files_a_folder_swapped_for_a_symlink_to_a_denied_folder_never_leaks() {
+    let ws = tempfile::tempdir().unwrap();
+    let p = ws.path();
+    write(&p.join("pub/notes.txt"), "public notes");
+    write(&p.join(".ssh/notes.txt"), "SSH-SWAP-SECRET");
+    write(&p.join(".ssh/only-in-ssh.txt"), "SSH-SWAP-SECRET too");
+    std::os::unix::fs::symlink(".ssh", p.join("pub.link")).unwrap();
+    let w = Workspace::open(&[p.to_path_buf()], FileLimits::default()).unwrap();
+
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = {
+        let stop = stop.clone();
+        let (a, b) = (p.join("pub"), p.join("pub.link"));
+        std::thread::spawn(move || {
+            let mut swaps = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                exchange(&a, &b);
+                swaps += 1;
+            }
+            swaps
+        })
+    };
+    let (mut ok, mut refused) = (0u32, 0u32);
+    let mut leaks = Vec::new();
+    let started = std::time::Instant::now();
+    for i in 0..20_000u32 {
+        let text = match i % 3 {
+            0 => read(&w, "pub/notes.txt").map(|pg| format!("{} {}", pg.path, pg.content)),
+            1 => files::list(&w, &ListArgs { path: "pub".into(), root: None }).map(|l| format!("{:?}", l.entries)),
+            _ => files::search(&w, &SearchArgs { pattern: "SECRET".into(), regex: false, ignore_case: false, path: "pub".into(), root: None })
+                .map(|s| format!("{:?}", s.matches)),
+        };
+        match text {
+            Ok(t) if t.contains("SECRET") || t.contains("only-in-ssh") => leaks.push(t),
+            Ok(_) => ok += 1,
+            Err(e) => {
+                assert!(!e.to_string().contains("SECRET"), "{e}");
+                refused += 1;
+            }
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            break;
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let swaps = swapper.join().unwrap();
+    eprintln!("{ok} calls answered, {refused} refused, {swaps} swaps, {} leaks", leaks.len());
+    assert!(leaks.is_empty(), "{} of the calls returned the denied folder, e.g. {}", leaks.len(), leaks[0]);
+    assert!(ok > 100, "the race left no call to succeed ({ok} ok, {refused} refused): the test proves nothing");
+    assert!(swaps > 1000, "too few swaps ({swaps}) to race");
+}
