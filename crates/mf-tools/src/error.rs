@@ -190,6 +190,15 @@ pub enum ToolError {
         /// The server's message.
         message: String,
     },
+    /// The MCP server's output went over a bound (tools listed, pages of the
+    /// list, the share of the window its tool list takes): it is not offered.
+    #[error("MCP server `{server}` is not offered: {message}")]
+    McpOverLimit {
+        /// The server's name.
+        server: String,
+        /// Which bound, the server's size against it.
+        message: String,
+    },
     /// The MCP tool ran and reported a failure (`isError`); its text is the message.
     #[error("`{tool}` on MCP server `{server}` failed: {message}")]
     McpToolFailed {
@@ -230,7 +239,8 @@ impl ToolError {
             | ToolError::InvalidPattern(_)
             | ToolError::CodeTooLarge { .. }
             | ToolError::SandboxUnavailable(_)
-            | ToolError::McpConfig { .. } => true,
+            | ToolError::McpConfig { .. }
+            | ToolError::McpOverLimit { .. } => true,
             ToolError::Timeout(_)
             | ToolError::Transport(_)
             | ToolError::NotFound(_)
@@ -283,6 +293,7 @@ impl ToolError {
             ToolError::McpTimeout { .. } => "mcp_timeout",
             ToolError::McpProtocol { .. } => "mcp_protocol",
             ToolError::McpRemote { .. } => "mcp_remote",
+            ToolError::McpOverLimit { .. } => "mcp_over_limit",
             ToolError::McpToolFailed { .. } => "mcp_tool_failed",
         }
     }

@@ -24,9 +24,17 @@ pub enum Mode {
 ///
 /// How an `http` call's mode is decided: `deny` for its method wins; then a
 /// host the user approved for the session ([`crate::ToolRegistry::approve_host`])
-/// runs without asking; then a request carrying data (a body, or a query
-/// string, which can carry file contents as well as a body can) takes the
-/// stricter of its method's mode and `http_data`; else its method's mode.
+/// runs without asking; then a request carrying data takes the stricter of
+/// its method's mode and `http_data`; else its method's mode.
+///
+/// Data is anything the request holds beyond what the user or an approved
+/// page supplied, on every channel it has: the host name, the path, the
+/// query, each header, the body (a file's contents ride as well in
+/// `/collect/<contents>` or an `X-Notes` header as in a body). What the
+/// user wrote reaches the registry through
+/// [`crate::ToolRegistry::supplied_by_user`]; pages fetched by requests
+/// that carried no data are added by the registry (see
+/// [`crate::http::Supplied`] for what counts, per channel).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ApprovalPolicy {
@@ -36,8 +44,10 @@ pub struct ApprovalPolicy {
     pub http_get: Mode,
     /// `http` with any other method.
     pub http_write: Mode,
-    /// `http` carrying data (a body or a query string) to a host not
-    /// approved for this session, whatever its method.
+    /// `http` carrying data (on any channel: host, path, query, headers,
+    /// body, beyond what the user or an approved page supplied) to a host
+    /// not approved for this session, whatever its method. `deny`: nothing
+    /// leaves for a new host.
     pub http_data: Mode,
     /// `run_code`.
     pub code: Mode,
@@ -120,6 +130,15 @@ impl ApprovalRequest {
         ApprovalRequest { call_id: call_id.into(), tool: tool.into(), summary, host, mcp: None, args_sha256: args_hash(tool, &arguments), arguments }
     }
 
+    /// The request for an `http` call, its summary saying which channels
+    /// carry data by `out` (what the user and approved pages did not supply).
+    pub(crate) fn for_http(call_id: &str, args: &serde_json::Value, out: &crate::http::Outgoing, url: &str) -> Self {
+        let mut r = Self::new(call_id, crate::HTTP, args);
+        r.summary = http_summary(out, url);
+        r.host = out.host.clone();
+        r
+    }
+
     /// The request for a call of `origin.tool` on MCP server `origin.server`
     /// (model-facing name `tool`): the summary names the server and its tool.
     pub fn for_mcp(call_id: &str, tool: &str, origin: crate::mcp::McpToolRef, args: &serde_json::Value) -> Self {
@@ -157,10 +176,7 @@ fn summarize(tool: &str, args: &serde_json::Value, canonical: &str) -> (String, 
         crate::HTTP => match serde_json::from_value::<crate::http::HttpArgs>(args.clone()) {
             Ok(a) => {
                 let out = crate::http::outgoing(&a);
-                let host = out.host.clone().unwrap_or_else(|| format!("(no host in {})", preview(&a.url)));
-                let data =
-                    if out.carries_data() { format!("{} bytes · {}", thousands(out.data_bytes), preview(&out.data)) } else { "no data sent".to_string() };
-                (format!("{} {host} · {data}", out.method), out.host)
+                (http_summary(&out, &a.url), out.host)
             }
             Err(_) => (format!("{tool} · {}", preview(canonical)), None),
         },
@@ -171,6 +187,18 @@ fn summarize(tool: &str, args: &serde_json::Value, canonical: &str) -> (String, 
         }
         _ => (format!("{tool} · {}", preview(canonical)), None),
     }
+}
+
+/// `GET api.example.com · path, header x-token · 42 bytes · /collect/…`:
+/// method, host, the channels that carry data, their size, what leaves first.
+fn http_summary(out: &crate::http::Outgoing, url: &str) -> String {
+    let host = out.host.clone().unwrap_or_else(|| format!("(no host in {})", preview(url)));
+    let data = if out.carries_data() {
+        format!("{} · {} bytes · {}", out.channels.join(", "), thousands(out.data_bytes), preview(&out.data))
+    } else {
+        "no data sent".to_string()
+    };
+    format!("{} {host} · {data}", out.method)
 }
 
 /// The first line(s) of `text`, newlines shown as `⏎`, cut at
@@ -232,14 +260,21 @@ mod tests {
         let body = format!("{{\"report\": \"{}\"}}", "x".repeat(12_000));
         let args = serde_json::json!({"url": "https://API.example.com./upload?x=1", "method": "POST", "body": body});
         let r = ApprovalRequest::new("c1", crate::HTTP, &args);
-        let want = format!("POST api.example.com · {} bytes · {{\"report\": \"{}…", thousands(body.len()), "x".repeat(PREVIEW_CHARS - 12));
+        let want = format!(
+            "POST api.example.com · path, query, body · {} bytes · {{\"report\": \"{}…",
+            thousands(body.len() + "/upload?x=1".len()),
+            "x".repeat(PREVIEW_CHARS - 12)
+        );
         assert_eq!(r.summary, want);
         assert_eq!(r.host.as_deref(), Some("api.example.com"));
         // The full arguments are still there, and still what the approval binds.
         assert!(r.arguments.contains(&"x".repeat(12_000)));
-        // A GET carries its query string; a port that is not the default is part of the host.
+        // A GET carries its path and query; a port that is not the default is part of the host.
         let r = ApprovalRequest::new("c2", crate::HTTP, &serde_json::json!({"url": "http://127.0.0.1:8931/s?q=secret%20notes"}));
-        assert_eq!(r.summary, "GET 127.0.0.1:8931 · 16 bytes · ?q=secret%20notes");
+        assert_eq!(r.summary, "GET 127.0.0.1:8931 · path, query · 19 bytes · /s?q=secret%20notes");
+        // Headers too, by name.
+        let rh = ApprovalRequest::new("c5", crate::HTTP, &serde_json::json!({"url": "http://h.example/", "headers": {"X-Notes": "rows: 42"}}));
+        assert_eq!(rh.summary, "GET h.example · header x-notes · 17 bytes · x-notes: rows: 42");
         assert_eq!(r.host.as_deref(), Some("127.0.0.1:8931"));
         let r = ApprovalRequest::new("c3", crate::HTTP, &serde_json::json!({"url": "http://[::1]/"}));
         assert_eq!(r.summary, "GET [::1] · no data sent");

@@ -11,8 +11,8 @@ use serde_json::json;
 use crate::ToolError;
 use crate::code::{self, CodeArgs, CodeConfig, CodeResult};
 use crate::files::{self, FileLimits, FilePage, ListArgs, Listing, ReadArgs, SearchArgs, SearchResult, Workspace};
-use crate::http::{self, HttpArgs, HttpMethod, HttpPolicy, HttpResponse};
-use crate::mcp::{McpApprovals, McpHub, McpOutput, McpServerStatus, McpSettings, McpToolRef};
+use crate::http::{self, HttpArgs, HttpMethod, HttpPolicy, HttpResponse, Outgoing, Supplied};
+use crate::mcp::{McpApprovals, McpHub, McpOutput, McpServerStatus, McpSettings, McpToolRef, McpWindow};
 use crate::policy::{Approval, ApprovalPolicy, ApprovalRequest, Decision, Mode};
 
 /// Settings of all tools (from the user's settings file or CLI flags).
@@ -117,6 +117,11 @@ pub struct ToolRegistry {
     workspace: Arc<Workspace>,
     /// Hosts the user approved for this session ([`ToolRegistry::approve_host`]).
     approved_hosts: Mutex<BTreeSet<String>>,
+    /// Hosts named exactly (no wildcard) in the allow-list: the user typed
+    /// them, so their names are not data (their paths still are).
+    listed_hosts: BTreeSet<String>,
+    /// What the user and approved pages supplied ([`Supplied`]).
+    supplied: Mutex<Supplied>,
     http: HttpPolicy,
     code: Option<CodeConfig>,
     /// `Ok(mechanism)` when the sandbox probe passed, else why not.
@@ -143,9 +148,12 @@ impl ToolRegistry {
         if let Err(e) = &code_status {
             tracing::warn!(error = %e, "run_code unavailable");
         }
+        let listed_hosts = s.http.allowed_hosts.iter().flatten().filter(|e| !e.contains('*')).filter_map(|e| http::host_key_of(e)).collect();
         Ok(ToolRegistry {
             workspace: Arc::new(workspace),
             approved_hosts: Mutex::new(BTreeSet::new()),
+            listed_hosts,
+            supplied: Mutex::new(Supplied::default()),
             http: s.http,
             code: s.code,
             code_status,
@@ -160,8 +168,20 @@ impl ToolRegistry {
     /// before handing the tools to the model; nothing is started before.
     /// A server that fails is reported in its status and its tools are not
     /// offered; it is not an error.
+    ///
+    /// Nothing bounds here the share of the window the tool list takes:
+    /// prefer [`ToolRegistry::connect_mcp_within`] when the model is known.
     pub async fn connect_mcp(&self) -> Vec<McpServerStatus> {
-        self.mcp.connect().await
+        self.mcp.connect(None).await
+    }
+
+    /// As [`ToolRegistry::connect_mcp`], with the MCP tools kept within
+    /// [`crate::mcp::McpLimits::max_window_share`] of the model's `window`:
+    /// a server whose tool list would pass it is refused (its status says
+    /// which server, how many tools, tokens and bytes, and the budget), the
+    /// others are offered.
+    pub async fn connect_mcp_within(&self, window: McpWindow<'_>) -> Vec<McpServerStatus> {
+        self.mcp.connect(Some(window)).await
     }
 
     /// Every configured MCP server's state and tools, without starting any.
@@ -204,6 +224,16 @@ impl ToolRegistry {
             .ok_or_else(|| ToolError::InvalidArguments { tool: HTTP.into(), message: format!("`{host}` is not a host name or address") })?;
         self.approved_hosts.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key.clone());
         Ok(key)
+    }
+
+    /// Text the user wrote (the question, a follow-up, the system prompt
+    /// they set, the arguments of a call they typed): what it names (URLs,
+    /// paths, hosts, values) an `http` call may repeat without it counting
+    /// as data. Everything else in a request to a host not approved for the
+    /// session is data, and asks (see [`ApprovalPolicy`]). Pages fetched by
+    /// requests that carried no data are added by the registry itself.
+    pub fn supplied_by_user(&self, text: &str) {
+        self.supplied.lock().unwrap_or_else(std::sync::PoisonError::into_inner).add_user(text);
     }
 
     /// The hosts approved for this session, sorted.
@@ -313,13 +343,20 @@ impl ToolRegistry {
         }
     }
 
+    /// What `a` would send, data being what the user and approved pages did not supply.
+    fn http_out(&self, a: &HttpArgs) -> Outgoing {
+        let host = http::host_key_of(&a.url);
+        let known = host.as_deref().is_some_and(|h| self.listed_hosts.contains(h)) || self.host_approved(host.as_deref());
+        http::outgoing_given(a, &self.supplied.lock().unwrap_or_else(std::sync::PoisonError::into_inner), known)
+    }
+
     /// See [`ApprovalPolicy`] for the order of the rules.
     fn http_mode(&self, a: &HttpArgs) -> Mode {
         let base = if a.method == HttpMethod::Get { self.policy.http_get } else { self.policy.http_write };
         if base == Mode::Deny {
             return Mode::Deny;
         }
-        let out = http::outgoing(a);
+        let out = self.http_out(a);
         if self.host_approved(out.host.as_deref()) {
             return Mode::Auto;
         }
@@ -337,6 +374,7 @@ impl ToolRegistry {
             Mode::Deny => Err(ToolError::DeniedByPolicy(name.into())),
             Mode::Ask => Ok(Requirement::Ask(match p {
                 Parsed::Mcp(origin, _) => ApprovalRequest::for_mcp(call_id, name, origin, &value),
+                Parsed::Http(a) => ApprovalRequest::for_http(call_id, &value, &self.http_out(&a), &a.url),
                 _ => ApprovalRequest::new(call_id, name, &value),
             })),
         }
@@ -367,7 +405,16 @@ impl ToolRegistry {
             }
         }
         match p {
-            Parsed::Http(a) => http::run(&a, &self.http).await.map(ToolOutput::Http),
+            Parsed::Http(a) => {
+                // A page fetched with nothing but supplied text holds nothing
+                // of the workspace's: its links may be followed unasked.
+                let carried = self.http_out(&a).carries_data();
+                let r = http::run(&a, &self.http).await?;
+                if !carried && let Ok(url) = url::Url::parse(&r.url) {
+                    self.supplied.lock().unwrap_or_else(std::sync::PoisonError::into_inner).add_page(&url, &r.body);
+                }
+                Ok(ToolOutput::Http(r))
+            }
             // The file tools block (a walk lasts up to its deadline): run them
             // on tokio's blocking pool, never on a runtime worker.
             Parsed::List(a) => self.blocking(move |ws| files::list(ws, &a).map(ToolOutput::Listing)).await,

@@ -27,11 +27,14 @@
 //!
 //! Where each part lives: `ranges` (the blocked ranges), `guard` (the
 //! allow-list and the checks of URLs and resolved names), `outgoing` (what a
-//! request would send, read before it is sent).
+//! request would send, read before it is sent), `supplied` (what the user
+//! and approved pages supplied, so which of a request's host, path, query,
+//! headers and body is data: see [`Supplied`]).
 
 mod guard;
 mod outgoing;
 mod ranges;
+mod supplied;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -43,8 +46,9 @@ use url::Url;
 use crate::ToolError;
 pub use guard::Lookup;
 use guard::{Guard, GuardedResolver};
-pub use outgoing::{Outgoing, host_key_of, outgoing};
+pub use outgoing::{Outgoing, host_key_of, outgoing, outgoing_given};
 pub use ranges::blocked_range;
+pub use supplied::{Channel, MAX_PAGE_BYTES, MAX_USER_BYTES, Supplied};
 
 /// Limits of one HTTP call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

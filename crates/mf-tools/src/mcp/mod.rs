@@ -15,6 +15,20 @@
 //! outlives [`McpSettings::call_timeout`] fails with
 //! [`ToolError::McpTimeout`]. Dropping the registry kills every child.
 //!
+//! What a server says is bounded, so no server can grow the app's memory or
+//! fill the model's window ([`McpLimits`], each bound a parameter whose
+//! default is a named constant): its stderr is kept as a bounded tail
+//! ([`STDERR_LINES`] lines of at most [`STDERR_LINE_BYTES`] bytes) shown when
+//! it fails; one message is at most [`MAX_LINE_BYTES`]; `tools/list` is read
+//! page by page, at most [`MAX_LIST_PAGES`] pages and [`MAX_TOOLS_PER_SERVER`]
+//! tools, past which the server is refused; a description is cut at
+//! [`MAX_DESCRIPTION_CHARS`] characters and a tool whose schema is over
+//! [`MAX_SCHEMA_BYTES`] is not offered; and with the model's window given
+//! ([`McpWindow`], [`crate::ToolRegistry::connect_mcp_within`]) the MCP tools
+//! together take at most [`MAX_WINDOW_SHARE`] of it: a server whose list
+//! would pass that is refused with its name and sizes
+//! ([`ToolError::McpOverLimit`]), the others are offered.
+//!
 //! - [`config`]: the `mcpServers` shape, parsed and validated.
 //! - `server`: one server's connection (lazy start, restarts, limits).
 //! - `stdio` / `http`: the two transports.
@@ -32,7 +46,7 @@ use serde::{Deserialize, Serialize};
 
 pub use config::{McpConfig, McpServerConfig, McpTransport, NAME_SEPARATOR};
 use server::{Limits, Server, Snapshot};
-pub use stdio::INHERITED_ENV;
+pub use stdio::{INHERITED_ENV, MAX_LINE_BYTES, STDERR_LINE_BYTES, STDERR_LINES};
 
 use crate::ToolError;
 use crate::policy::Mode;
@@ -55,6 +69,88 @@ pub struct McpSettings {
     pub default_mode: Mode,
     /// Answers remembered per server and tool (they win over `default_mode`).
     pub remembered: McpApprovals,
+    /// Bounds on what a server lists.
+    pub limits: McpLimits,
+}
+
+/// Most pages of `tools/list` asked of one server. A server pages its list
+/// to keep messages small, so [`MAX_TOOLS_PER_SERVER`] tools take a handful
+/// of pages (the servers measured list everything in one); 32 leaves room
+/// for pages of 8. A cursor that never ends (a server paging in a loop)
+/// stops here instead of at the call's time limit.
+pub const MAX_LIST_PAGES: usize = 32;
+/// Most tools offered from one server. The largest servers in common use
+/// list about a hundred tools (`server-everything` lists 13, the filesystem
+/// server 14); past a few hundred no model's window holds the list (256
+/// tools of even 150 tokens each are 38,400 tokens) and no model picks well
+/// among them. Hundreds of thousands of tools would otherwise be gathered
+/// into memory, page after page.
+pub const MAX_TOOLS_PER_SERVER: usize = 256;
+/// Characters of a tool's description given to the model. A description
+/// says when to use the tool in a few sentences (the longest of the test
+/// servers' is under 400 characters); 1,024 (about 250 tokens) keeps every
+/// real one whole, and cuts a manual, or a page of instructions meant to
+/// steer the model, to what fits beside the other tools. Cut with `…`.
+pub const MAX_DESCRIPTION_CHARS: usize = 1024;
+/// Bytes of a tool's JSON Schema (compact JSON). The test servers' largest
+/// is under 1.5 KiB; 16 KiB allows a deep schema with long enums. A schema
+/// cannot be cut without changing what it accepts, so a tool over it is not
+/// offered (a warning names it); its server's other tools are.
+pub const MAX_SCHEMA_BYTES: usize = 16 << 10;
+/// Share of the model's window the MCP tools may take together. The tool
+/// list sits in the pinned zone, which compaction never frees: what it
+/// takes is lost to every round. A quarter leaves three quarters for the
+/// system prompt, the question, the rounds and the generation reserve; at
+/// half, a small window (4,096) holds the question and two or three rounds
+/// before the first compaction, and one big server is what made every
+/// investigation end at round 1. At 8,192 tokens a quarter is 2,048 tokens:
+/// about 15 tools with schemas.
+pub const MAX_WINDOW_SHARE: f64 = 0.25;
+
+/// Bounds on what one MCP server lists (the constants' comments say why
+/// each default is that number).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct McpLimits {
+    /// Most `tools/list` pages asked for. Default [`MAX_LIST_PAGES`].
+    pub max_list_pages: usize,
+    /// Most tools a server may list; past it, it is refused. Default [`MAX_TOOLS_PER_SERVER`].
+    pub max_tools: usize,
+    /// Characters of a description kept. Default [`MAX_DESCRIPTION_CHARS`].
+    pub max_description_chars: usize,
+    /// Largest schema (compact JSON bytes) offered. Default [`MAX_SCHEMA_BYTES`].
+    pub max_schema_bytes: usize,
+    /// Share of the window the MCP tools may take together (with
+    /// [`crate::ToolRegistry::connect_mcp_within`]). Default [`MAX_WINDOW_SHARE`].
+    pub max_window_share: f64,
+}
+
+impl Default for McpLimits {
+    fn default() -> Self {
+        McpLimits {
+            max_list_pages: MAX_LIST_PAGES,
+            max_tools: MAX_TOOLS_PER_SERVER,
+            max_description_chars: MAX_DESCRIPTION_CHARS,
+            max_schema_bytes: MAX_SCHEMA_BYTES,
+            max_window_share: MAX_WINDOW_SHARE,
+        }
+    }
+}
+
+/// The model's window, for the share of it the MCP tools may take: its size
+/// and how the model counts a text's tokens (mf-tools knows nothing of
+/// models, so the caller brings both).
+#[derive(Clone, Copy)]
+pub struct McpWindow<'a> {
+    /// Tokens in the model's context window.
+    pub context_tokens: usize,
+    /// Tokens of a text as the model's tokenizer counts them.
+    pub count: &'a (dyn Fn(&str) -> usize + Sync),
+}
+
+impl std::fmt::Debug for McpWindow<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpWindow").field("context_tokens", &self.context_tokens).finish_non_exhaustive()
+    }
 }
 
 impl Default for McpSettings {
@@ -67,6 +163,7 @@ impl Default for McpSettings {
             max_result_bytes: 0,
             default_mode: Mode::Ask,
             remembered: McpApprovals::default(),
+            limits: McpLimits::default(),
         }
     }
 }
@@ -196,6 +293,7 @@ pub struct McpHub {
     remembered: RwLock<McpApprovals>,
     default_mode: Mode,
     max_result_bytes: usize,
+    limits: McpLimits,
 }
 
 impl std::fmt::Debug for McpHub {
@@ -208,7 +306,13 @@ impl McpHub {
     /// Builds the hub; starts nothing. `max_result_bytes` is already resolved (not 0).
     #[must_use]
     pub fn new(s: McpSettings, max_result_bytes: usize) -> Self {
-        let limits = Limits { start: s.start_timeout, call: s.call_timeout, max_restarts: s.max_restarts };
+        let limits = Limits {
+            start: s.start_timeout,
+            call: s.call_timeout,
+            max_restarts: s.max_restarts,
+            max_pages: s.limits.max_list_pages,
+            max_tools: s.limits.max_tools,
+        };
         let servers = s.config.servers.iter().filter(|c| !c.disabled).map(|c| Arc::new(Server::new(c.clone(), limits))).collect();
         McpHub {
             servers,
@@ -217,6 +321,7 @@ impl McpHub {
             remembered: RwLock::new(s.remembered),
             default_mode: s.default_mode,
             max_result_bytes,
+            limits: s.limits,
         }
     }
 
@@ -226,17 +331,46 @@ impl McpHub {
 
     /// Starts every server not yet listed and lists its tools, all servers at
     /// once. A server that fails is reported in its status, not as an error:
-    /// its tools are simply not offered.
-    pub async fn connect(&self) -> Vec<McpServerStatus> {
+    /// its tools are simply not offered. With `window`, servers are taken in
+    /// name order while the MCP tools together stay within
+    /// [`McpLimits::max_window_share`] of it; a server that would pass it is
+    /// refused with its name and sizes, and later (smaller) ones may still fit.
+    pub async fn connect(&self, window: Option<McpWindow<'_>>) -> Vec<McpServerStatus> {
         let todo: Vec<Arc<Server>> = {
             let listed = self.tools.read().map(|t| t.keys().cloned().collect::<Vec<_>>()).unwrap_or_default();
             self.servers.iter().filter(|s| !listed.contains(&s.cfg.name)).cloned().collect()
         };
         let lists = futures::future::join_all(todo.iter().map(|s| async move { (s.cfg.name.clone(), s.list_tools().await) })).await;
+        let mut used = window.map(|w| self.tools().iter().map(|t| (w.count)(&rendered(t))).sum::<usize>()).unwrap_or(0);
         for (name, r) in lists {
+            let r = r.map(|tools| self.offer(&name, tools)).and_then(|offered| match window {
+                None => Ok(offered),
+                Some(w) => {
+                    let text: Vec<String> = offered.iter().map(rendered).collect();
+                    let tokens: usize = text.iter().map(|t| (w.count)(t)).sum();
+                    let bytes: usize = text.iter().map(String::len).sum();
+                    let budget = (w.context_tokens as f64 * self.limits.max_window_share) as usize;
+                    if used + tokens > budget {
+                        return Err(ToolError::McpOverLimit {
+                            server: name.clone(),
+                            message: format!(
+                                "its {} tools take {} tokens ({} bytes), and the MCP tools may take {}% of the {}-token window: {} tokens, {} of them already taken",
+                                offered.len(),
+                                tokens,
+                                bytes,
+                                (self.limits.max_window_share * 100.0).round(),
+                                w.context_tokens,
+                                budget,
+                                used
+                            ),
+                        });
+                    }
+                    used += tokens;
+                    Ok(offered)
+                }
+            });
             match r {
-                Ok(tools) => {
-                    let offered = self.offer(&name, tools);
+                Ok(offered) => {
                     if let Ok(mut t) = self.tools.write() {
                         t.insert(name.clone(), offered);
                     }
@@ -269,14 +403,23 @@ impl McpHub {
             if !schema.contains_key("type") {
                 schema.insert("type".into(), serde_json::json!("object"));
             }
+            let schema = serde_json::Value::Object(schema);
+            let schema_bytes = schema.to_string().len();
+            if schema_bytes > self.limits.max_schema_bytes {
+                tracing::warn!(
+                    server,
+                    tool = %t.name,
+                    "the tool's schema is {schema_bytes} bytes, more than {}; the tool is not offered",
+                    self.limits.max_schema_bytes
+                );
+                continue;
+            }
+            let description = t.description.as_deref().map(|d| cut_chars(d, self.limits.max_description_chars));
             out.push(McpTool {
                 name,
                 origin: McpToolRef { server: server.to_owned(), tool: t.name.to_string() },
-                description: t
-                    .description
-                    .as_deref()
-                    .map_or_else(|| format!("Tool `{}` of the MCP server `{server}`.", t.name), |d| format!("{d} (MCP server `{server}`)")),
-                parameters: serde_json::Value::Object(schema),
+                description: description.map_or_else(|| format!("Tool `{}` of the MCP server `{server}`.", t.name), |d| format!("{d} (MCP server `{server}`)")),
+                parameters: schema,
                 read_only: t.annotations.as_ref().and_then(|a| a.read_only_hint) == Some(true),
             });
         }
@@ -390,6 +533,19 @@ fn result_text(r: &rmcp::model::CallToolResult) -> String {
         parts.push(sc.to_string());
     }
     parts.join("\n")
+}
+
+/// A tool as the model is shown it (name, description, schema), for counting its tokens.
+fn rendered(t: &McpTool) -> String {
+    serde_json::json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}).to_string()
+}
+
+/// `text` cut to at most `max` characters, with `…` when cut.
+fn cut_chars(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text.to_owned(),
+        Some((end, _)) => format!("{}…", &text[..end]),
+    }
 }
 
 /// `text` cut to at most `max` bytes at a character boundary.

@@ -5,19 +5,23 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, CallToolResult, ClientConfig, Implementation, Tool};
+use rmcp::model::{CallToolRequestParams, CallToolResult, ClientConfig, Implementation, PaginatedRequestParams, Tool};
 use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
 
 use super::config::{McpServerConfig, McpTransport};
 use super::stdio::{self, ChildGuard, Diagnostics};
 use crate::ToolError;
 
-/// Time limits and restarts of one server.
+/// Time limits, restarts and list bounds of one server.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     pub start: Duration,
     pub call: Duration,
     pub max_restarts: u32,
+    /// Most pages of `tools/list` requested.
+    pub max_pages: usize,
+    /// Most tools taken from the list.
+    pub max_tools: usize,
 }
 
 struct Live {
@@ -179,12 +183,37 @@ impl Server {
         })
     }
 
-    /// Lists the server's tools (starting it if needed).
+    /// Lists the server's tools (starting it if needed), page by page, at
+    /// most [`Limits::max_pages`] pages and [`Limits::max_tools`] tools:
+    /// past either the server is refused ([`ToolError::McpOverLimit`]) and
+    /// no further page is asked for, so what is held stays bounded whatever
+    /// the server lists (rmcp's `list_all_tools` gathers every page).
     pub async fn list_tools(&self) -> Result<Vec<Tool>, ToolError> {
         let (peer, diag) = self.peer().await?;
-        match tokio::time::timeout(self.limits.call, peer.list_all_tools()).await {
+        let limits = self.limits;
+        let over = |message: String| ToolError::McpOverLimit { server: self.name(), message };
+        let pages = async {
+            let mut tools: Vec<Tool> = Vec::new();
+            let mut cursor: Option<String> = None;
+            for page in 1.. {
+                if page > limits.max_pages {
+                    return Ok(Err(over(format!("its tool list goes on past {} pages (the most asked for)", limits.max_pages))));
+                }
+                let r = peer.list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor.take()))).await?;
+                if tools.len() + r.tools.len() > limits.max_tools {
+                    return Ok(Err(over(format!("it lists more than {} tools (the most offered from one server)", limits.max_tools))));
+                }
+                tools.extend(r.tools);
+                match r.next_cursor {
+                    Some(c) if !c.is_empty() => cursor = Some(c),
+                    _ => break,
+                }
+            }
+            Ok::<_, ServiceError>(Ok(tools))
+        };
+        match tokio::time::timeout(self.limits.call, pages).await {
             Err(_) => Err(ToolError::McpTimeout { server: self.name(), tool: "tools/list".into(), ms: self.call_ms() }),
-            Ok(Ok(t)) => Ok(t),
+            Ok(Ok(t)) => t,
             Ok(Err(e)) => match self.map_err("tools/list", e) {
                 Ok(t) => Err(t),
                 Err(_) => Err(self.lost(&diag).await),

@@ -3,8 +3,10 @@
 //! The transport is ours (a reader task and a writer task joined to rmcp by a
 //! sink/stream pair) rather than rmcp's child-process one, for three reasons:
 //! the child runs in its own process group, so stopping it also stops what it
-//! started (`npx` runs `node`); its stderr is kept (the last lines) to say why
-//! it died; and a line on stdout that is not JSON is a protocol violation that
+//! started (`npx` runs `node`); its stderr is kept as a bounded tail (the
+//! last [`STDERR_LINES`] lines, each cut to [`STDERR_LINE_BYTES`], the rest
+//! counted and dropped as it arrives) to say why it died, so a server that
+//! writes gigabytes without a newline costs a few kilobytes; and a line on stdout that is not JSON is a protocol violation that
 //! ends the connection with a clear error, where rmcp would skip it and leave
 //! the call to time out.
 
@@ -19,19 +21,109 @@ use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 
-/// Longest message line accepted from a server (bytes).
+/// Longest message line accepted from a server (bytes): one result or one
+/// page of a list is one line. Results are cut to a page
+/// (`McpSettings::max_result_bytes`, 256 KiB by default) after they
+/// arrive, and a base64 image or a resource can be a few MiB on the wire;
+/// 16 MiB holds those and bounds what one message can cost (read in one
+/// buffer, then parsed). A longer line ends the connection with a protocol
+/// error.
 pub const MAX_LINE_BYTES: usize = 16 << 20;
-/// Lines of the server's stderr kept for error messages.
-const STDERR_LINES: usize = 12;
+/// Lines of the server's stderr kept for error messages: a Python or Node
+/// traceback's last frames and its message fit in a dozen lines; more would
+/// only lengthen the one-line error the user reads.
+pub const STDERR_LINES: usize = 12;
 /// Characters kept of one stderr line, and of a malformed line.
 const SAMPLE_CHARS: usize = 200;
+/// Bytes kept of one stderr line as it arrives: [`SAMPLE_CHARS`] characters
+/// of up to 4 bytes each, all that is ever shown of it. The rest of the line
+/// is counted, not kept: stderr is read in chunks, never a whole line at a
+/// time, so a line with no newline costs this much whatever its length
+/// (before, it was buffered whole and a server could grow the app to gigabytes).
+pub const STDERR_LINE_BYTES: usize = SAMPLE_CHARS * 4;
+/// Bytes read from stderr at a time.
+const STDERR_CHUNK: usize = 8 << 10;
+
+/// The bounded tail of a server's stderr: the last [`STDERR_LINES`] complete
+/// lines and the line being written, each at most [`STDERR_LINE_BYTES`] plus
+/// the count of bytes dropped from it.
+#[derive(Debug, Default)]
+struct StderrTail {
+    lines: VecDeque<String>,
+    partial: Vec<u8>,
+    dropped: u64,
+}
+
+impl StderrTail {
+    /// Takes one chunk of stderr, keeping what is shown and counting the rest.
+    fn take(&mut self, chunk: &[u8]) {
+        for part in chunk.split_inclusive(|b| *b == b'\n') {
+            let (text, ends) = match part.strip_suffix(b"\n") {
+                Some(t) => (t, true),
+                None => (part, false),
+            };
+            let room = STDERR_LINE_BYTES.saturating_sub(self.partial.len()).min(text.len());
+            self.partial.extend_from_slice(&text[..room]);
+            self.dropped += (text.len() - room) as u64;
+            if ends {
+                self.end_line();
+            }
+        }
+    }
+
+    fn end_line(&mut self) {
+        let line = Self::shown(&self.partial, self.dropped);
+        self.partial.clear();
+        self.dropped = 0;
+        if line.is_empty() {
+            return;
+        }
+        tracing::debug!(target: "mf_tools::mcp::stderr", "{line}");
+        if self.lines.len() == STDERR_LINES {
+            self.lines.pop_front();
+        }
+        self.lines.push_back(line);
+    }
+
+    fn shown(kept: &[u8], dropped: u64) -> String {
+        let mut line = sample(String::from_utf8_lossy(kept).trim().as_bytes());
+        if dropped > 0 {
+            if !line.ends_with('…') {
+                line.push('…');
+            }
+            line.push_str(&format!(" ({dropped} more bytes)"));
+        }
+        line
+    }
+
+    /// Complete lines, then the line still being written (when it has text).
+    fn joined(&self) -> String {
+        let mut all: Vec<String> = self.lines.iter().cloned().collect();
+        if !self.partial.is_empty() || self.dropped > 0 {
+            let line = Self::shown(&self.partial, self.dropped);
+            if !line.is_empty() {
+                all.push(line);
+            }
+        }
+        if all.len() > STDERR_LINES {
+            all.drain(..all.len() - STDERR_LINES);
+        }
+        all.join(" | ")
+    }
+
+    /// Bytes held, whatever the server wrote.
+    #[cfg(test)]
+    fn held(&self) -> usize {
+        self.lines.iter().map(String::len).sum::<usize>() + self.partial.capacity()
+    }
+}
 
 /// What is known about a connection's end: the first protocol violation and
 /// the last lines the server wrote to stderr.
 #[derive(Debug, Default)]
 pub struct Diagnostics {
     malformed: Mutex<Option<String>>,
-    stderr: Mutex<VecDeque<String>>,
+    stderr: Mutex<StderrTail>,
 }
 
 fn sample(bytes: &[u8]) -> String {
@@ -59,15 +151,20 @@ impl Diagnostics {
 
     /// The last lines of the server's stderr, joined (empty when it wrote none).
     pub fn stderr_tail(&self) -> String {
-        self.stderr.lock().map(|l| l.iter().cloned().collect::<Vec<_>>().join(" | ")).unwrap_or_default()
+        self.stderr.lock().map(|t| t.joined()).unwrap_or_default()
     }
 
-    fn push_stderr(&self, line: String) {
-        if let Ok(mut l) = self.stderr.lock() {
-            if l.len() == STDERR_LINES {
-                l.pop_front();
-            }
-            l.push_back(line);
+    fn take_stderr(&self, chunk: &[u8]) {
+        if let Ok(mut t) = self.stderr.lock() {
+            t.take(chunk);
+        }
+    }
+
+    fn end_stderr(&self) {
+        if let Ok(mut t) = self.stderr.lock()
+            && (!t.partial.is_empty() || t.dropped > 0)
+        {
+            t.end_line();
         }
     }
 }
@@ -231,14 +328,15 @@ pub fn spawn(
 
     let d = diag.clone();
     tokio::spawn(async move {
-        let mut lines = BufReader::new(stderr).lines();
-        while let Ok(Some(l)) = lines.next_line().await {
-            tracing::debug!(target: "mf_tools::mcp::stderr", "{l}");
-            let l = sample(l.trim().as_bytes());
-            if !l.is_empty() {
-                d.push_stderr(l);
+        let mut stderr = stderr;
+        let mut chunk = vec![0u8; STDERR_CHUNK];
+        loop {
+            match stderr.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => d.take_stderr(&chunk[..n]),
             }
         }
+        d.end_stderr();
     });
 
     Ok((ChildGuard { child: Mutex::new(child) }, (to_server, from_server), diag))
@@ -251,4 +349,31 @@ async fn read_line<R: AsyncRead + Unpin>(r: &mut BufReader<R>, buf: &mut Vec<u8>
         return Err(format!("it sent a message longer than {MAX_LINE_BYTES} bytes"));
     }
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stderr_tail_is_bounded_whatever_arrives() {
+        let mut t = StderrTail::default();
+        // 64 MiB with no newline, in read-sized chunks.
+        let chunk = vec![b'x'; STDERR_CHUNK];
+        for _ in 0..(64 << 20) / STDERR_CHUNK {
+            t.take(&chunk);
+        }
+        assert!(t.held() <= STDERR_LINE_BYTES + 64, "{}", t.held());
+        assert!(t.joined().ends_with(&format!("… ({} more bytes)", (64 << 20) - STDERR_LINE_BYTES)), "{}", t.joined());
+        // Lines split across chunks; only the last STDERR_LINES are kept.
+        t.take(b"\nfirst half ");
+        t.take(b"and second\n");
+        for i in 0..30 {
+            t.take(format!("line {i}\n").as_bytes());
+        }
+        let tail = t.joined();
+        assert_eq!(tail.split(" | ").count(), STDERR_LINES, "{tail}");
+        assert!(tail.ends_with("line 29") && !tail.contains("first half"), "{tail}");
+        assert!(t.held() <= STDERR_LINES * STDERR_LINE_BYTES + STDERR_LINE_BYTES, "{}", t.held());
+    }
 }

@@ -348,3 +348,148 @@ async fn a_server_over_streamable_http() {
     assert!(matches!(e, ToolError::McpCrashed { .. } | ToolError::McpStart { .. } | ToolError::McpProtocol { .. }), "{e:?}");
     assert!(e.to_string().contains("remote"), "{e}");
 }
+
+/// This process's peak resident memory, in bytes (`VmHWM`).
+fn peak_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kb: u64 = status.lines().find_map(|l| l.strip_prefix("VmHWM:")).unwrap().trim().trim_end_matches("kB").trim().parse().unwrap();
+    kb << 10
+}
+
+/// A server writes 384 MiB to stderr with no newline, then keeps serving:
+/// the app holds a bounded tail of it (its peak memory grows by far less
+/// than what was written), and when the server dies the error shows that
+/// tail, the flood cut to a sample with the count of what was dropped.
+#[tokio::test]
+async fn a_server_flooding_stderr_without_a_newline_costs_a_bounded_tail() {
+    const FLOOD_MB: u64 = 384;
+    let done = tempfile::tempdir().unwrap();
+    let flag = done.path().join("flood-done");
+    // Peak memory from here on (5 resets VmHWM to the current RSS).
+    std::fs::write("/proc/self/clear_refs", "5").unwrap();
+    let before = peak_rss();
+    let reg = registry(
+        json!({"mcpServers": {"flood": {"command": "python3", "args": [fake(), "stderr-flood"],
+            "env": {"FLOOD_MB": FLOOD_MB.to_string(), "FLOOD_DONE": flag.display().to_string()}}}}),
+        |m| {
+            m.default_mode = Mode::Auto;
+            m.start_timeout = Duration::from_secs(60);
+        },
+    )
+    .await;
+    let status = reg.connect_mcp().await;
+    assert!(matches!(status[0].state, McpServerState::Running { .. }), "{status:?}");
+    assert!(flag.exists(), "the server answered before its flood was read");
+    let grew = peak_rss().saturating_sub(before);
+    eprintln!("stderr flood of {FLOOD_MB} MiB: peak memory grew by {} KiB", grew >> 10);
+    assert!(grew < 64 << 20, "peak memory grew by {} MiB while the server wrote {FLOOD_MB} MiB to stderr", grew >> 20);
+
+    let e = reg.run("f1", "flood__work", "{}", None).await.unwrap_err();
+    let ToolError::McpCrashed { server, message } = &e else { panic!("{e:?}") };
+    assert_eq!(server, "flood");
+    assert!(message.contains("fatal: stopped on purpose after the flood"), "{message}");
+    assert!(message.contains("xxxxxxxx") && message.contains(" more bytes)"), "the flood shows as a cut sample: {message}");
+    assert!(message.len() < 4096, "the error holds {} bytes of stderr", message.len());
+}
+
+/// Hundreds of thousands of tools over a thousand pages: the list is read
+/// page by page and given up once it passes the bound, so the server is
+/// asked for one page, not a thousand, and is refused by name.
+#[tokio::test]
+async fn a_server_listing_300k_tools_is_refused_after_its_first_page() {
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let reg = registry(
+        json!({"mcpServers": {
+            "flood": {"command": "python3", "args": [fake(), "many-tools", log.path()], "env": {"PAGES": "1000", "PER_PAGE": "300"}},
+            "fine": {"command": "python3", "args": [fake(), "hang"]}
+        }}),
+        |m| m.call_timeout = Duration::from_secs(30),
+    )
+    .await;
+    let t = Instant::now();
+    let status = reg.connect_mcp().await;
+    let flood = status.iter().find(|s| s.name == "flood").unwrap();
+    match &flood.state {
+        McpServerState::Failed { error } => assert!(error.contains("flood") && error.contains("more than 256 tools"), "{error}"),
+        other => panic!("300,000 tools were accepted: {other:?} ({} tools offered)", flood.tools.len()),
+    }
+    let pages = std::fs::read_to_string(log.path()).unwrap().lines().filter(|l| *l == "tools/list").count();
+    assert_eq!(pages, 1, "pages asked for after the bound was passed");
+    assert!(reg.descriptors().iter().all(|d| !d.name.starts_with("flood__")));
+    // The other server is offered.
+    assert!(reg.descriptors().iter().any(|d| d.name == "fine__work"), "{status:?}");
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+}
+
+/// A cursor that never ends stops at the page bound, not at the time limit.
+#[tokio::test]
+async fn a_tool_list_that_pages_for_ever_stops_at_the_page_bound() {
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let reg = registry(json!({"mcpServers": {"pager": {"command": "python3", "args": [fake(), "endless-pages", log.path()]}}}), |m| {
+        m.call_timeout = Duration::from_secs(20)
+    })
+    .await;
+    let t = Instant::now();
+    let status = reg.connect_mcp().await;
+    match &status[0].state {
+        McpServerState::Failed { error } => assert!(error.contains("pager") && error.contains("past 32 pages"), "{error}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(t.elapsed() < Duration::from_secs(10), "stopped by the time limit, not the page bound: {:?}", t.elapsed());
+    let pages = std::fs::read_to_string(log.path()).unwrap().lines().filter(|l| *l == "tools/list").count();
+    assert_eq!(pages, 32);
+}
+
+/// A 5 MB description is cut to the bound; a tool with a 1 MB schema is not
+/// offered; the server's ordinary tool is.
+#[tokio::test]
+async fn a_huge_description_is_cut_and_a_huge_schema_is_not_offered() {
+    let reg =
+        registry(json!({"mcpServers": {"big": {"command": "python3", "args": [fake(), "huge-tools"]}}}), |m| m.call_timeout = Duration::from_secs(20)).await;
+    let status = reg.connect_mcp().await;
+    assert!(matches!(status[0].state, McpServerState::Running { .. }), "{status:?}");
+    let d = reg.descriptors();
+    let manual = d.iter().find(|t| t.name == "big__manual").expect("the tool with the long description is offered, cut");
+    assert!(manual.description.starts_with("Read me. IGNORE"), "{}", &manual.description[..40]);
+    assert!(manual.description.chars().count() <= 1024 + 40, "{} characters", manual.description.chars().count());
+    assert!(manual.description.contains("…"));
+    assert!(d.iter().all(|t| t.name != "big__wide_schema"), "a 1 MB schema was offered");
+    assert!(d.iter().any(|t| t.name == "big__work"));
+    let total: usize = d.iter().filter(|t| t.name.starts_with("big__")).map(|t| t.description.len() + t.parameters.to_string().len()).sum();
+    assert!(total < 4096, "the server's tools take {total} bytes");
+}
+
+/// The MCP tools may take a quarter of the window: a server whose 150 tools
+/// would take more is refused with its name and sizes, and the small server
+/// beside it is still offered. The token count is the caller's (here four
+/// bytes a token, standing for the model's tokenizer).
+#[tokio::test]
+async fn a_server_whose_tool_list_passes_its_share_of_the_window_is_refused_by_name() {
+    let reg = registry(
+        json!({"mcpServers": {
+            "alpha": {"command": "python3", "args": [fake(), "hang"]},
+            "wide": {"command": "python3", "args": [fake(), "wide"]}
+        }}),
+        |_| {},
+    )
+    .await;
+    let count = |t: &str| t.len() / 4;
+    let status = reg.connect_mcp_within(mf_tools::mcp::McpWindow { context_tokens: 8192, count: &count }).await;
+    let wide = status.iter().find(|s| s.name == "wide").unwrap();
+    match &wide.state {
+        McpServerState::Failed { error } => {
+            assert!(error.contains("`wide`") && error.contains("its 150 tools take"), "{error}");
+            assert!(error.contains("25% of the 8192-token window: 2048 tokens"), "{error}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let d = reg.descriptors();
+    assert!(d.iter().any(|t| t.name == "alpha__work"), "the small server is offered");
+    assert!(d.iter().all(|t| !t.name.starts_with("wide__")));
+    let mcp_tokens: usize = d.iter().filter(|t| t.name.contains("__")).map(|t| count(&t.description) + count(&t.parameters.to_string())).sum();
+    assert!(mcp_tokens <= 2048, "{mcp_tokens}");
+    // With a window 100 times larger it fits.
+    let roomy = registry(json!({"mcpServers": {"wide": {"command": "python3", "args": [fake(), "wide"]}}}), |_| {}).await;
+    let status = roomy.connect_mcp_within(mf_tools::mcp::McpWindow { context_tokens: 819_200, count: &count }).await;
+    assert_eq!(status[0].tools.len(), 150, "{status:?}");
+}
