@@ -1,7 +1,7 @@
 //! The compaction step of the loop (plan + apply through mf-forgetting, on
 //! the model adapter of [`crate::compact`]) and its undo.
 
-use mf_forgetting::{Budget, ForgettingError, Message};
+use mf_forgetting::{Budget, CompactionReport, ForgettingError, Message};
 use mf_inference::SnapshotSlot;
 
 use super::{Agent, BEFORE_COMPACTION, UndoPoint, Undone, n32};
@@ -34,6 +34,26 @@ fn plan_budget(b: Budget, g: &Gauge) -> Budget {
     Budget { context: b.context.saturating_sub(cut).max(b.reserve + 1), ..b }
 }
 
+/// The compaction's target in prompt tokens, as the loop counts them: the
+/// threshold; or `C − G` when the plan had to relax it (the pinned and
+/// recent zones leave no room under the threshold: the report is then not
+/// within its budget, yet the compaction was applied).
+fn target(report: &CompactionReport, threshold: u32, room: u32) -> u32 {
+    if report.within_budget { threshold } else { room }
+}
+
+/// The note a finished compaction carries (and the trace shows): its target
+/// and the prompt tokens after it, or that it was refused.
+fn target_note(report: &CompactionReport, threshold: u32, room: u32, after: u32) -> String {
+    if report.kept_original.is_some() || report.declined.is_some() {
+        return format!("refused: the history is kept as it was ({after} tokens)");
+    }
+    let t = target(report, threshold, room);
+    let which = if report.within_budget { "the threshold" } else { "C − G, relaxed from the threshold" };
+    let over = if after > t { ", over it" } else { "" };
+    format!("target {t} tokens ({which}; the plan's own count: {}), {after} after{over}", report.threshold)
+}
+
 impl Agent {
     /// One compaction: plan + apply through mf-forgetting, events out.
     pub(super) async fn compact(&mut self, history: &[Message], g: Gauge, round: u32, sink: &mut dyn EventSink) -> Result<Compacted, AgentError> {
@@ -48,13 +68,22 @@ impl Agent {
         };
         self.before_compaction = Some(UndoPoint { history: history.to_vec(), kv });
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<AgentEvent>();
+        let budget = plan_budget(self.budget(), &g);
+        let room = self.backend.context_size().saturating_sub(self.settings.reserve);
+        // The plan can relax its target up to its own C − G (a window whose
+        // pinned and recent zones leave no room under the threshold): that
+        // must never be more than the loop's, or the next round would not fit.
+        debug_assert!(
+            budget.context.saturating_sub(budget.reserve) <= room as usize && budget.threshold() <= room as usize,
+            "a plan budget over C − G = {room}: {budget:?}"
+        );
         let job = CompactionJob {
             backend: self.backend.clone(),
             counter: self.counter.clone(),
             tools: self.specs.clone(),
             history: history.to_vec(),
             strategy: self.settings.strategy,
-            budget: plan_budget(self.budget(), &g),
+            budget,
             config: self.settings.plan.clone(),
             delta: self.settings.delta,
             summary_pass: self.settings.summary_pass,
@@ -86,9 +115,10 @@ impl Agent {
             sink.emit(&AgentEvent::Error { message: n.clone() });
         }
         match run.result {
-            Ok(c) => {
+            Ok(mut c) => {
                 let g2 = self.gauge(&c.messages).await?;
                 let ms = u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX);
+                c.report.notes.push(target_note(&c.report, g.threshold, room, g2.prompt_tokens));
                 sink.emit(&AgentEvent::compaction_finished(
                     round,
                     g.prompt_tokens,

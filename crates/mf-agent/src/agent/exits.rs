@@ -5,9 +5,11 @@
 //! request says how many.
 
 use mf_forgetting::{Message, Role};
+use mf_inference::{Backend, InferenceError};
 
 use super::Agent;
 use crate::compact::chat_history;
+use crate::error::AgentError;
 use crate::events::{AgentEvent, EventSink, Purpose};
 
 /// The request for the closing answer (`prompts/closing_answer.md`).
@@ -50,49 +52,107 @@ fn next_unit(history: &[Message], from: usize) -> usize {
     i
 }
 
+/// A closing prompt that fits: the messages to send and how many earlier
+/// messages were left out for it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClosingPrompt {
+    /// The history kept, then the closing request.
+    pub messages: Vec<Message>,
+    /// Messages left out after the pinned zone (whole units, oldest first).
+    pub dropped: usize,
+    /// Its prompt tokens by the model's own count.
+    pub tokens: u32,
+}
+
+/// The closing request over `history` (see [`closing_request`]) with as few
+/// of the oldest exchanges after the pinned zone left out as it takes for
+/// the prompt, counted by `backend` without tools, to be at most `room`
+/// tokens; at least `at_least` messages are left out (a retry after the
+/// model refused a prompt the count let through). `Ok(Err(tokens))` when
+/// even the pinned zone alone and the request take more than `room`.
+///
+/// The loop's closing answer and the benchmark's route driver (which asks
+/// for the answer at the end of its route) both build their request here.
+///
+/// # Errors
+/// The backend cannot count the prompt.
+pub async fn fit_closing(
+    backend: &dyn Backend,
+    history: &[Message],
+    request_id: &str,
+    room: u32,
+    at_least: usize,
+) -> Result<Result<ClosingPrompt, u32>, InferenceError> {
+    let pinned_end = mf_forgetting::message::question_index(history).map_or(history.len(), |i| i + 1);
+    let mut dropped = 0usize;
+    while dropped < at_least && pinned_end + dropped < history.len() {
+        dropped = next_unit(history, pinned_end + dropped) - pinned_end;
+    }
+    loop {
+        let messages = closing_prompt(history, pinned_end, dropped, request_id);
+        let tokens = backend.count_tokens(&chat_history(&messages), &[]).await?;
+        if tokens <= room {
+            return Ok(Ok(ClosingPrompt { messages, dropped, tokens }));
+        }
+        if pinned_end + dropped >= history.len() {
+            return Ok(Err(tokens));
+        }
+        dropped = next_unit(history, pinned_end + dropped) - pinned_end;
+    }
+}
+
 impl Agent {
     /// Asks once, without tools, for the answer from what was gathered,
-    /// leaving out the oldest exchanges if that is what it takes to fit.
+    /// leaving out the oldest exchanges if that is what it takes to fit
+    /// `C − G`. A model that still finds the prompt too long (its count
+    /// and the loop's disagree) is asked again with one more exchange left
+    /// out, so a prompt size never ends the investigation without an exit.
     pub(super) async fn closing_answer(&mut self, history: &mut Vec<Message>, round: u32, sink: &mut dyn EventSink) -> Option<String> {
         let request_id = self.id();
-        let pinned_end = mf_forgetting::message::question_index(history).map_or(history.len(), |i| i + 1);
         let room = self.backend.context_size().saturating_sub(self.settings.reserve);
-        let mut dropped = 0usize;
-        let h = loop {
-            let h = closing_prompt(history, pinned_end, dropped, &request_id);
-            let n = match self.backend.count_tokens(&chat_history(&h), &[]).await {
-                Ok(n) => n,
+        let pinned_end = mf_forgetting::message::question_index(history).map_or(history.len(), |i| i + 1);
+        let mut at_least = 0usize;
+        loop {
+            let fit = match fit_closing(self.backend.as_ref(), history, &request_id, room, at_least).await {
+                Ok(Ok(fit)) => fit,
+                Ok(Err(n)) => {
+                    sink.emit(&AgentEvent::Error { message: format!("no closing answer: even the pinned zone alone ({n} tokens) leaves no room for it") });
+                    return None;
+                }
                 Err(e) => {
                     sink.emit(&AgentEvent::Error { message: format!("no closing answer: the prompt cannot be measured ({e})") });
                     return None;
                 }
             };
-            if n <= room {
-                break h;
+            if fit.dropped > 0 {
+                sink.emit(&AgentEvent::Error { message: format!("closing answer: {} earlier messages left out to fit the context window", fit.dropped) });
             }
-            if pinned_end + dropped >= history.len() {
-                sink.emit(&AgentEvent::Error { message: format!("no closing answer: even the pinned zone alone ({n} tokens) leaves no room for it") });
-                return None;
-            }
-            dropped = next_unit(history, pinned_end + dropped) - pinned_end;
-        };
-        if dropped > 0 {
-            sink.emit(&AgentEvent::Error { message: format!("closing answer: {dropped} earlier messages left out to fit the context window") });
-        }
-        let mut sampling = self.settings.sampling.clone();
-        sampling.max_tokens = self.settings.reserve;
-        match self.generate(chat_history(&h), Vec::new(), sampling, round, Purpose::Answer, sink).await {
-            Ok(g) => {
-                let text = g.content.trim().to_string();
-                sink.emit(&AgentEvent::FinalAnswer { text: text.clone() });
-                let id = self.id();
-                history.push(h[h.len() - 1].clone());
-                history.push(Message::assistant(&id, &text));
-                Some(text)
-            }
-            Err(e) => {
-                sink.emit(&AgentEvent::Error { message: format!("closing answer: {e}") });
-                None
+            let mut sampling = self.settings.sampling.clone();
+            sampling.max_tokens = self.settings.reserve;
+            let h = fit.messages;
+            match self.generate(chat_history(&h), Vec::new(), sampling, round, Purpose::Answer, sink).await {
+                Ok(g) => {
+                    let text = g.content.trim().to_string();
+                    sink.emit(&AgentEvent::FinalAnswer { text: text.clone() });
+                    let id = self.id();
+                    history.push(h[h.len() - 1].clone());
+                    history.push(Message::assistant(&id, &text));
+                    return Some(text);
+                }
+                // The model refused what the count let through: leave out one more exchange, while there is one.
+                Err(AgentError::Inference(InferenceError::PromptTooLong { prompt_tokens, .. })) if pinned_end + fit.dropped < history.len() => {
+                    sink.emit(&AgentEvent::Error {
+                        message: format!(
+                            "closing answer: the model counts {prompt_tokens} prompt tokens where {} were counted; leaving out one more exchange",
+                            fit.tokens
+                        ),
+                    });
+                    at_least = fit.dropped + 1;
+                }
+                Err(e) => {
+                    sink.emit(&AgentEvent::Error { message: format!("closing answer: {e}") });
+                    return None;
+                }
             }
         }
     }

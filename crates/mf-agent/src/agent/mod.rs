@@ -20,7 +20,7 @@ use mf_forgetting::{Budget, ExitConfig, Message, PlanConfig, StrategyKind};
 use mf_inference::{Backend, CancelToken, ChatMessage, GenerateRequest, KvSnapshot, Sampling, StreamEvent, ToolSpec};
 
 pub use dispatch::repair_arguments;
-pub use exits::closing_request;
+pub use exits::{ClosingPrompt, closing_request, fit_closing};
 
 use crate::compact::{DeltaSource, ModelCounter, SummaryPass, chat_history};
 use crate::error::AgentError;

@@ -3,6 +3,7 @@
 //! exits end it, and after one the model is asked for a closing answer.
 
 use mf_forgetting::{ExitEvent, ExitMonitor, Message, StrategyKind};
+use mf_inference::InferenceError;
 
 use super::compaction::Compacted;
 use super::{Agent, FORECAST_WINDOW, MALFORMED_KEEP_CHARS, Outcome, n32};
@@ -10,6 +11,14 @@ use crate::compact::chat_history;
 use crate::error::AgentError;
 use crate::events::{AgentEvent, EventSink, ExitReason, Purpose};
 use crate::tools::{FailureKind, ToolFailure};
+
+/// Compactions a round may run after the first when the prompt and the
+/// reply reserve still do not fit `C` (a summary longer than planned, a
+/// template that counts more than the messages): without them the round
+/// would end the run on the first overshoot; each must shrink the prompt or
+/// the next is not tried. Two give a nested summary its second chance; more
+/// would only repeat passes that took nothing more.
+const EXTRA_COMPACTIONS: u32 = 2;
 
 /// What the loop carries from round to round.
 struct Progress {
@@ -138,7 +147,20 @@ impl Agent {
         }
         sink.emit(&AgentEvent::Gauge { gauge: g, forecast: self.forecast(&g) });
         let threshold = self.threshold();
-        if self.settings.strategy != StrategyKind::None && self.budget().should_compact(g.prompt_tokens as usize, p.history.len()) {
+        let room = self.backend.context_size().saturating_sub(self.settings.reserve);
+        // Compact when over the threshold; then, while the prompt and the
+        // reply reserve still do not fit the window, compact again.
+        let mut passes = 0u32;
+        while self.settings.strategy != StrategyKind::None && passes <= EXTRA_COMPACTIONS {
+            let wanted = if passes == 0 {
+                self.budget().should_compact(g.prompt_tokens as usize, p.history.len())
+            } else {
+                g.prompt_tokens > room && p.history.len() > mf_forgetting::budget::MIN_MESSAGES_TO_COMPACT
+            };
+            if !wanted {
+                break;
+            }
+            passes += 1;
             p.compactions += 1;
             match self.compact(&p.history, g, p.rounds, sink).await? {
                 Compacted::Done(h2, g2) => {
@@ -148,24 +170,49 @@ impl Agent {
                         threshold: threshold as usize,
                         messages_after: h2.len(),
                     };
+                    let shrank = g2.prompt_tokens < g.prompt_tokens;
                     p.history = h2;
                     g = g2;
                     sink.history(&p.history);
-                    if let Some(r) = p.monitor.observe(&ev) {
+                    // The guards (too little freed, compactions without a new
+                    // tool result) judge the round's compaction; a pass that
+                    // only makes it fit is part of it, not a loop.
+                    if passes == 1
+                        && let Some(r) = p.monitor.observe(&ev)
+                    {
                         return Ok(Round::Exit(ExitReason::from(r)));
+                    }
+                    if !shrank {
+                        // Refused, or nothing left to take: another pass would do the same.
+                        break;
                     }
                 }
                 Compacted::Exit(reason) => return Ok(Round::Exit(reason)),
             }
         }
-        if g.prompt_tokens + self.settings.reserve > self.backend.context_size() {
+        if g.prompt_tokens > room {
             return Ok(Round::Exit(ExitReason::ContextExhausted { tokens: g.prompt_tokens, threshold, messages: n32(p.history.len()) }));
         }
         p.max_prompt = p.max_prompt.max(g.prompt_tokens);
         p.last_sent = Some(g.prompt_tokens);
         let mut sampling = self.settings.sampling.clone();
         sampling.max_tokens = self.settings.reserve;
-        let reply = self.generate(chat_history(&p.history), self.specs.clone(), sampling, p.rounds, Purpose::Round, sink).await?;
+        let reply = match self.generate(chat_history(&p.history), self.specs.clone(), sampling, p.rounds, Purpose::Round, sink).await {
+            Ok(reply) => reply,
+            // The model's count of the prompt it was sent is over the window
+            // where the loop's was not (a backend that adds to the prompt):
+            // the history does not fit, which is an exit, not a failure.
+            Err(AgentError::Inference(InferenceError::PromptTooLong { prompt_tokens, reserve, context_size })) => {
+                sink.emit(&AgentEvent::Error {
+                    message: format!(
+                        "the model counts {prompt_tokens} prompt tokens (+{reserve} for the reply, over its {context_size}) where the loop counted {}",
+                        g.prompt_tokens
+                    ),
+                });
+                return Ok(Round::Exit(ExitReason::ContextExhausted { tokens: prompt_tokens, threshold, messages: n32(p.history.len()) }));
+            }
+            Err(e) => return Err(e),
+        };
         if reply.stop_reason == mf_inference::StopReason::Cancelled {
             return Ok(Round::Exit(ExitReason::Cancelled));
         }

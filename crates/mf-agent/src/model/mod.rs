@@ -171,12 +171,14 @@ pub fn compact(
     on_plan: &mut dyn FnMut(&CompactionPlan),
 ) -> CompactionRun {
     let counter = counter.blocking(model.handle);
+    // No call of the loop leaves less than `G` for its reply (see ModelSummarizer::new).
+    let reserve = u32::try_from(spec.budget.reserve).unwrap_or(u32::MAX);
     let mut notes = Vec::new();
     let mut probe_calls = 0;
     let question = mf_forgetting::message::question_index(history).and_then(|i| history.get(i)).map(|m| m.content.clone()).unwrap_or_default();
     let mut config = spec.config.clone();
     let planned = if spec.strategy == StrategyKind::V21 && spec.delta == DeltaSource::Model && config.ranking == Ranking::Withholding {
-        let mut probe = ModelProbe::new(model, question, spec.probe_max_tokens);
+        let mut probe = ModelProbe::new(model, question, spec.probe_max_tokens).with_reserve(reserve);
         let first = mf_forgetting::plan(spec.strategy, history, &spec.budget, &counter, &config, Some(&mut probe));
         probe_calls = probe.calls;
         match first {
@@ -198,7 +200,7 @@ pub fn compact(
         Err(e) => return CompactionRun { plan: None, result: Err(e), summary_pass: None, notes, probe_calls },
     };
     on_plan(&plan);
-    let mut summarizer = ModelSummarizer::new(model, history, &spec.tools, spec.summary_pass);
+    let mut summarizer = ModelSummarizer::new(model, history, &spec.tools, spec.summary_pass, reserve);
     let result = mf_forgetting::apply(&plan, history, &mut summarizer, &counter);
     CompactionRun { plan: Some(plan), result, summary_pass: summarizer.used, notes, probe_calls }
 }

@@ -19,6 +19,9 @@ pub struct ModelProbe<'a> {
     question: String,
     reference: Option<Vec<String>>,
     max_tokens: u32,
+    /// The loop's reply reserve `G`: a test's prompt leaves at least this
+    /// much room after it (no call of the loop goes over `C − G`).
+    reserve: u32,
     /// Probe calls made.
     pub calls: usize,
 }
@@ -32,7 +35,15 @@ impl std::fmt::Debug for ModelProbe<'_> {
 impl<'a> ModelProbe<'a> {
     /// A test that asks `question`, each answer at most `max_tokens` long.
     pub fn new(model: ModelCalls<'a>, question: String, max_tokens: u32) -> Self {
-        ModelProbe { model, question, reference: None, max_tokens, calls: 0 }
+        ModelProbe { model, question, reference: None, max_tokens, reserve: 0, calls: 0 }
+    }
+
+    /// Leaves room for `reserve` tokens after every test's prompt, or for
+    /// its answer if that is longer (`reserve`: the loop's `G`).
+    #[must_use]
+    pub fn with_reserve(mut self, reserve: u32) -> Self {
+        self.reserve = reserve;
+        self
     }
 }
 
@@ -66,7 +77,7 @@ impl ModelProbe<'_> {
         let mut msgs = chat_history(context);
         msgs.push(ChatMessage::user(format!("{PROBE_PROMPT}{}", self.question)));
         let n = self.model.count(&msgs, &[]).map_err(ForgettingError::Evaluator)?;
-        if n + self.max_tokens > self.model.backend.context_size() {
+        if n.saturating_add(self.max_tokens.max(self.reserve)) > self.model.backend.context_size() {
             return Err(ForgettingError::Evaluator("the probe does not fit the context window".into()));
         }
         Ok(msgs)

@@ -51,6 +51,9 @@ pub struct ModelSummarizer<'a> {
     pinned: usize,
     tools: &'a [ToolSpec],
     pass: SummaryPass,
+    /// The loop's reply reserve `G`: no request leaves less room than this
+    /// for its reply, whatever its own limit (see [`ModelSummarizer::new`]).
+    reserve: u32,
     /// Which prompt the last pass used.
     pub used: Option<SummaryPrompt>,
 }
@@ -62,15 +65,19 @@ impl std::fmt::Debug for ModelSummarizer<'_> {
 }
 
 impl<'a> ModelSummarizer<'a> {
-    /// A summariser for compacting `history` (the live prompt, offered `tools`).
-    pub fn new(model: ModelCalls<'a>, history: &[Message], tools: &'a [ToolSpec], pass: SummaryPass) -> Self {
+    /// A summariser for compacting `history` (the live prompt, offered
+    /// `tools`). Every request it sends fits the window with room for
+    /// `reserve` tokens after it (the loop's `G`), or its own reply limit if
+    /// that is larger: a summary pass is a call of the loop like a round, and
+    /// no call of the loop goes over `C − G`.
+    pub fn new(model: ModelCalls<'a>, history: &[Message], tools: &'a [ToolSpec], pass: SummaryPass, reserve: u32) -> Self {
         let pinned = mf_forgetting::message::question_index(history).map_or(1, |i| i + 1);
-        ModelSummarizer { model, live: chat_history(history), pinned, tools, pass, used: None }
+        ModelSummarizer { model, live: chat_history(history), pinned, tools, pass, reserve, used: None }
     }
 
     fn fits(&self, msgs: &[ChatMessage], tools: &[ToolSpec], out: u32) -> Result<bool, ForgettingError> {
         let n = self.model.count(msgs, tools).map_err(ForgettingError::Summarizer)?;
-        Ok(n + out <= self.model.backend.context_size())
+        Ok(n.saturating_add(out.max(self.reserve)) <= self.model.backend.context_size())
     }
 
     /// `prefix` + the request as one user turn, its log halved until the

@@ -12,3 +12,4 @@ mod exits;
 mod kv;
 mod sessions;
 mod store;
+mod window;
