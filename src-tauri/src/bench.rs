@@ -81,7 +81,7 @@ pub fn start(state: &AppState, request: BenchRequest, send: impl Fn(BenchEvent) 
         // The suite's window, not the investigation's: its scenarios are
         // written for it (the `full` condition holds a long one whole).
         n_ctx: orchestrate::SUITE_CONTEXT.max(settings.context),
-        threads: i32::try_from(settings.threads).ok(),
+        threads: settings.threads.and_then(|t| i32::try_from(t).ok()),
     };
     let job = BenchJob::prepare(&request, &env).map_err(request_error)?;
     let run_id = format!("bench-{}", state.next_run_id());

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use mf_agent::EngineSpec;
+use mf_agent::{EngineChoice, EngineSpec};
 use mf_bench::agentic::calibrate::{self, CALIBRATION_CONTEXT, CALIBRATION_WORLD, Calibration, CalibrationConfig, CalibrationRow};
 use serde::Serialize;
 use tauri::State;
@@ -57,7 +57,9 @@ pub fn calibration(state: State<'_, AppState>) -> CmdResult<Option<Calibration>>
 /// Unreadable settings.
 pub fn stored(state: &AppState) -> CmdResult<Option<Calibration>> {
     let s = state.settings()?;
-    Ok(calibrate::load_stored(&data_dir(state), &calibrate::model_key(&s.engine_spec())))
+    // Settings whose engine cannot run have no calibration to show.
+    let Ok(engine) = EngineChoice::resolve(&s) else { return Ok(None) };
+    Ok(calibrate::load_stored(&data_dir(state), &calibrate::model_key(&EngineSpec::from(&engine))))
 }
 
 /// Calibrates the settings' model on a thread of its own (a few minutes on
@@ -78,13 +80,8 @@ pub fn calibrate_model(state: State<'_, AppState>, on_event: Channel<Calibration
 /// calibration world is not there; `internal` when the thread cannot start.
 pub fn start(state: &AppState, send: impl Fn(CalibrationEvent) + Send + 'static) -> CmdResult<()> {
     let s = state.settings()?;
-    let engine = s.engine_spec();
-    if let EngineSpec::Llama { model, .. } = &engine
-        && !model.is_file()
-    {
-        return Err(CommandError::invalid(format!("No model file at {:?}.", s.model_path)));
-    }
-    let key = calibrate::model_key(&engine);
+    let engine = EngineChoice::resolve(&s).map_err(|e| crate::settings::invalid(&e))?;
+    let key = calibrate::model_key(&EngineSpec::from(&engine));
     let world = mf_bench::agentic::load_world(&state.paths.worlds, CALIBRATION_WORLD)
         .map_err(|e| CommandError::invalid(e.to_string()))?
         .ok_or_else(|| CommandError::invalid(format!("The calibration world {CALIBRATION_WORLD} is not in {}.", state.paths.worlds.display())))?;
@@ -115,7 +112,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
     use crate::Paths;
-    use crate::settings::Engine;
+    use mf_agent::EngineKind;
 
     fn state(dir: &Path) -> AppState {
         let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -160,7 +157,7 @@ mod tests {
         // On a server engine, the server's model has its own calibration
         // (`mf calibrate --ollama URL --model qwen3:8b` stores it there).
         st.update_settings(|s| {
-            s.engine = Engine::Ollama;
+            s.engine = EngineKind::Ollama;
             s.server_url = "http://127.0.0.1:11434".into();
             s.server_model = "qwen3:8b".into();
         })

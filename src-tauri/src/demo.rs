@@ -59,14 +59,13 @@ fn free_port() -> CmdResult<u16> {
 #[tauri::command]
 pub async fn start_demo(state: State<'_, AppState>, world: String, on_event: Channel<AgentEvent>) -> CmdResult<i64> {
     let w = load_world(&state.paths.worlds, &world)?.ok_or_else(|| CommandError::new("not_found", format!("No demo world named {world}.")))?;
-    let settings = state.settings()?;
-    settings.validate()?;
+    let mut settings = state.settings()?;
+    settings.code = false;
+    let mut spec = crate::settings::resolve(&settings)?;
     let port = free_port()?;
     let server = WorldServer::start(&w, port)?;
     let base = server.base();
-    let mut spec = settings.run_spec(false);
     spec.tools.workspace.clear();
-    spec.tools.code = false;
     spec.tools.allowed_hosts = vec![format!("127.0.0.1:{port}")];
     spec.tools.policy.http_get = Mode::Auto;
     spec.agent.system_prompt = w.system.as_deref().unwrap_or(DEFAULT_SYSTEM).replace(BASE, &base);

@@ -6,15 +6,13 @@ use tauri::State;
 
 use crate::AppState;
 use crate::error::{CmdResult, CommandError};
-use crate::settings::Engine;
+use mf_agent::EngineKind;
 
 /// The models the server at `url` offers, by name (`engine`: `ollama` or `openai`).
 #[tauri::command]
-pub async fn list_server_models(state: State<'_, AppState>, engine: Engine, url: String) -> CmdResult<Vec<String>> {
-    let kind = match engine {
-        Engine::Ollama => mf_inference::http::ServerKind::Ollama,
-        Engine::Openai => mf_inference::http::ServerKind::OpenAi,
-        Engine::Embedded => return Err(CommandError::invalid("The embedded engine runs a model file; there is no server to ask.")),
+pub async fn list_server_models(state: State<'_, AppState>, engine: EngineKind, url: String) -> CmdResult<Vec<String>> {
+    let Some(kind) = engine.server() else {
+        return Err(CommandError::invalid("The embedded engine runs a model file; there is no server to ask."));
     };
     let key = state.api_key();
     Ok(mf_inference::http::list_server_models(kind, url.trim(), key.as_deref()).await?)

@@ -122,10 +122,10 @@ pub async fn start_investigation(state: State<'_, AppState>, question: String, o
     if question.is_empty() {
         return Err(CommandError::invalid("Type a question first."));
     }
-    let settings = state.settings()?;
-    settings.validate()?;
-    let code = mf_tools::code::CodeConfig::beside_exe().is_ok();
-    let spec = Box::new(settings.run_spec(code));
+    let mut settings = state.settings()?;
+    // run_code is offered when its helper sits beside the app (and its approval is not deny).
+    settings.code = mf_tools::code::CodeConfig::beside_exe().is_ok();
+    let spec = Box::new(crate::settings::resolve(&settings)?);
     launch(&state, Start::Fresh { spec, question, tools: None }, on_event, Box::new(|| {})).await
 }
 

@@ -113,11 +113,11 @@ impl AppState {
     /// `settings_file` when a settings file exists but cannot be read;
     /// `invalid_environment` for a malformed `MF_MODEL_DOWNLOAD_*` override.
     pub fn new(paths: Paths) -> CmdResult<Self> {
-        let settings = match Settings::load(&paths.settings)? {
+        let settings = match settings::load(&paths.settings)? {
             Some(s) => s,
             None => {
                 let model = models::default_model(&paths.models).map_or_else(|| paths.models.join(models::RECOMMENDED_FILE), |(p, _)| p);
-                Settings::defaults(&model)
+                settings::defaults(&model)
             }
         };
         let sessions = Arc::new(Sessions::at_db(&paths.db));
@@ -153,8 +153,8 @@ impl AppState {
         let mut s = self.settings.lock().map_err(|_| CommandError::internal("settings poisoned"))?;
         let mut next = s.clone();
         change(&mut next);
-        next.validate()?;
-        next.save(&self.paths.settings)?;
+        settings::resolve(&next)?;
+        settings::save(&next, &self.paths.settings)?;
         *s = next.clone();
         Ok(next)
     }
@@ -195,6 +195,7 @@ impl AppState {
 /// Settings commands (the logic is in [`settings`]).
 mod settings_cmd {
     use super::{AppState, CmdResult, Settings, State};
+    use mf_agent::SettingErrors;
 
     /// The saved settings.
     #[tauri::command]
@@ -206,6 +207,13 @@ mod settings_cmd {
     #[tauri::command]
     pub fn save_settings(state: State<'_, AppState>, settings: Settings) -> CmdResult<Settings> {
         state.update_settings(|s| *s = settings)
+    }
+
+    /// Checks `settings` as a run would, without saving them: every field
+    /// that cannot be used, with its message (none: they would run).
+    #[tauri::command]
+    pub fn validate_settings(settings: Settings) -> SettingErrors {
+        mf_agent::RunSpec::resolve(&settings).err().unwrap_or_default()
     }
 }
 
@@ -237,6 +245,7 @@ app_commands![
     engine::set_api_key,
     settings_cmd::get_settings,
     settings_cmd::save_settings,
+    settings_cmd::validate_settings,
     models::app_info,
     models::list_models,
     models::download_recommended_model,
@@ -582,7 +591,7 @@ mod tests {
         let mut good = s.clone();
         good["ratio"] = 0.5.into();
         assert_eq!(invoke(&app, "save_settings", serde_json::json!({ "settings": good })).unwrap()["ratio"], 0.5);
-        assert_eq!(Settings::load(&d.path().join("cfg/settings.json")).unwrap().unwrap().ratio, 0.5);
+        assert_eq!(settings::load(&d.path().join("cfg/settings.json")).unwrap().unwrap().ratio, 0.5);
         // A fresh state reads what was saved.
         let again = mock_app(d.path());
         assert_eq!(invoke(&again, "get_settings", serde_json::json!({})).unwrap()["ratio"], 0.5);

@@ -86,7 +86,7 @@ pub struct RunCode {
 /// helper must be found and its sandbox probe pass (what the tools check
 /// when an investigation starts).
 pub async fn run_code_status(settings: &crate::settings::Settings, code: Result<mf_tools::code::CodeConfig, mf_tools::ToolError>) -> RunCode {
-    if settings.code_denied() {
+    if settings.tool_approvals.code == mf_agent::ApprovalMode::Deny {
         return RunCode { available: false, message: "run_code is off: its approval (code) is set to deny.".into() };
     }
     let probed = match code {
@@ -279,7 +279,7 @@ mod tests {
     #[tokio::test]
     async fn run_code_is_offered_only_with_the_helper_beside_the_app() {
         let d = tempfile::tempdir().unwrap();
-        let mut s = crate::settings::Settings::defaults(&d.path().join(TEST_MODEL_FILE));
+        let mut s = crate::settings::defaults(&d.path().join(TEST_MODEL_FILE));
         let missing = mf_tools::ToolError::SandboxUnavailable("mf-sandbox not found beside measured-forgetting (looked in /x and its parent)".into());
         let r = run_code_status(&s, Err(missing)).await;
         assert!(!r.available);
@@ -301,7 +301,7 @@ mod tests {
                 eprintln!("note: no mf-sandbox beside the test binary ({e}); build it with cargo build -p mf-tools --bins");
             }
         }
-        s.tool_approvals.insert("code".into(), crate::settings::ApprovalMode::Deny);
+        s.tool_approvals.code = mf_agent::ApprovalMode::Deny;
         let r = run_code_status(&s, Ok(mf_tools::code::CodeConfig::new(d.path().join("mf-sandbox")))).await;
         assert_eq!(r, RunCode { available: false, message: "run_code is off: its approval (code) is set to deny.".into() });
     }

@@ -133,19 +133,33 @@ const DEMOS = [
 ];
 
 const settings: Settings = {
+  engine: 'embedded',
   model_path: 'models/SmolLM2-135M-Instruct.Q4_1.gguf',
+  server_url: '',
+  server_model: '',
+  server_tools_in_text: false,
+  api_key_env: 'OPENAI_API_KEY',
+  tool_grammar: true,
   context: 2048,
   reserve: 512,
   ratio: 0.8,
   recent: 2,
   strategy: 'v1',
   gamma: 1.5,
+  delta: 'model',
+  summary_pass: 'pinned_prefix',
   threads: 2,
   gpu: false,
   thinking: true,
+  temperature: 0,
+  seed: 0,
+  safety_cap: null,
+  max_result_chars: 4000,
+  max_args_bytes: 8192,
   tool_approvals: { files: 'allow', http_get: 'ask', http_write: 'ask', code: 'ask' },
   workspace_roots: ['/work/main/scenarios/agentic'],
   allowed_hosts: ['127.0.0.1:8931'],
+  code: false,
 };
 
 export class ScriptedShell {
@@ -211,6 +225,9 @@ export class ScriptedShell {
         return structuredClone(settings);
       case 'save_settings':
         return args.settings;
+      case 'validate_settings':
+        // The scripted settings are valid; the real resolver is mf-agent's.
+        return [];
       case 'list_models':
         return [
           { name: 'SmolLM2-135M-Instruct.Q4_1.gguf', path: 'models/SmolLM2-135M-Instruct.Q4_1.gguf', size_bytes: 98_000_000 },

@@ -57,7 +57,7 @@ describe('SettingsPanel', () => {
     expect((screen.getByLabelText(/^code/) as HTMLSelectElement).value).toBe('deny');
     const models = (await screen.findByLabelText('Models in models/')) as HTMLSelectElement;
     expect([...models.options].map((o) => o.textContent)).toContain('gemma-3-270m-q4_k_m.gguf (241.3 MiB)');
-    expect(save().disabled).toBe(false);
+    await vi.waitFor(() => expect(save().disabled).toBe(false));
     // run_code's state is said, not left out.
     expect((await screen.findByTestId('run-code-status')).textContent).toContain('run_code unavailable: the code sandbox is unavailable, so code is not run: mf-sandbox not found beside measured-forgetting');
   });
@@ -67,14 +67,14 @@ describe('SettingsPanel', () => {
     render(SettingsPanel, { api });
     await screen.findByLabelText(/Context size/);
     await fireEvent.input(input(/Generation reserve/), { target: { value: '5000' } });
-    expect(field('reserve')?.textContent).toBe('Generation reserve must be smaller than the context size (4096).');
+    await vi.waitFor(() => expect(field('reserve')?.textContent).toBe('Generation reserve must be smaller than the context size (4096).'));
     await fireEvent.input(input(/Threshold ratio/), { target: { value: '1.5' } });
-    expect(field('ratio')?.textContent).toContain('at most 1');
+    await vi.waitFor(() => expect(field('ratio')?.textContent).toContain('at most 1'));
     await fireEvent.input(screen.getByLabelText(/Allowed hosts/), { target: { value: 'http://evil.example/path' } });
-    expect(field('allowed_hosts')?.textContent).toContain('not a host name');
+    await vi.waitFor(() => expect(field('allowed_hosts')?.textContent).toContain('not a host name'));
     await fireEvent.input(screen.getByLabelText(/Workspace roots/), { target: { value: 'relative/dir' } });
-    expect(field('workspace_roots')?.textContent).toContain('absolute path');
-    expect(save().disabled).toBe(true);
+    await vi.waitFor(() => expect(field('workspace_roots')?.textContent).toContain('absolute path'));
+    await vi.waitFor(() => expect(save().disabled).toBe(true));
     await fireEvent.submit(save().closest('form')!);
     expect(api.saveSettings).not.toHaveBeenCalled();
 
@@ -82,7 +82,7 @@ describe('SettingsPanel', () => {
     await fireEvent.input(input(/Threshold ratio/), { target: { value: '0.75' } });
     await fireEvent.input(screen.getByLabelText(/Allowed hosts/), { target: { value: 'api.example.com\n\n127.0.0.1:9000' } });
     await fireEvent.input(screen.getByLabelText(/Workspace roots/), { target: { value: '/srv/a\n/srv/b' } });
-    expect(field('reserve')).toBeNull();
+    await vi.waitFor(() => expect(field('reserve')).toBeNull());
     await fireEvent.click(save());
     expect(api.saveSettings).toHaveBeenCalledTimes(1);
     const sent = vi.mocked(api.saveSettings).mock.calls[0]![0] as Settings;
@@ -101,7 +101,7 @@ describe('SettingsPanel', () => {
     await fireEvent.change(screen.getByLabelText(/Strategy/), { target: { value: 'v2' } });
     await fireEvent.click(save());
     expect((await screen.findByRole('status')).textContent).toBe('Not saved: strategy v2 is not available in mf-agent yet');
-    expect(field('strategy')?.textContent).toBe('v2 is not available yet; use none, baseline or v1');
+    await vi.waitFor(() => expect(field('strategy')?.textContent).toBe('v2 is not available yet; use none, baseline or v1'));
   });
 
   it('shows the download progress, resume point and the sha256 check', async () => {
@@ -145,13 +145,13 @@ describe('SettingsPanel pickers (dialog plugin mocked)', () => {
     await fireEvent.click(screen.getByRole('button', { name: 'Choose file…' }));
     expect(dialog.open).toHaveBeenLastCalledWith(expect.objectContaining({ directory: false, multiple: false, filters: [{ name: 'GGUF model', extensions: ['gguf'] }] }));
     await vi.waitFor(() => expect(input(/Model file/).value).toBe('/data/weights.bin'));
-    expect(field('model_path')?.textContent).toBe('The model must be a .gguf file.');
-    expect(save().disabled).toBe(true);
+    await vi.waitFor(() => expect(field('model_path')?.textContent).toBe('The model must be a .gguf file.'));
+    await vi.waitFor(() => expect(save().disabled).toBe(true));
 
     dialog.open.mockResolvedValueOnce('/data/Qwen3-8B-Q4_K_M.gguf');
     await fireEvent.click(screen.getByRole('button', { name: 'Choose file…' }));
     await vi.waitFor(() => expect(input(/Model file/).value).toBe('/data/Qwen3-8B-Q4_K_M.gguf'));
-    expect(field('model_path')).toBeNull();
+    await vi.waitFor(() => expect(field('model_path')).toBeNull());
     // Cancelling the dialog (null) keeps the current choice.
     dialog.open.mockResolvedValueOnce(null);
     await fireEvent.click(screen.getByRole('button', { name: 'Choose file…' }));
@@ -185,9 +185,9 @@ describe('SettingsPanel pickers (dialog plugin mocked)', () => {
     await fireEvent.change(engine, { target: { value: 'openai' } });
     const url = (await screen.findByLabelText('Server URL')) as HTMLInputElement;
     await fireEvent.input(url, { target: { value: 'localhost:8080' } });
-    expect(field('server_url')?.textContent).toBe('The server URL must start with http:// or https://.');
-    expect(field('server_model')?.textContent).toBe('Name the model the server should run.');
-    expect(save().disabled).toBe(true);
+    await vi.waitFor(() => expect(field('server_url')?.textContent).toBe('The server URL must start with http:// or https://.'));
+    await vi.waitFor(() => expect(field('server_model')?.textContent).toBe('Name the model the server should run.'));
+    await vi.waitFor(() => expect(save().disabled).toBe(true));
     await fireEvent.input(url, { target: { value: 'http://127.0.0.1:8080/v1' } });
     await fireEvent.input(screen.getByLabelText('API key'), { target: { value: 'sk-test' } });
     await fireEvent.click(screen.getByRole('button', { name: "List the server's models" }));
@@ -195,8 +195,8 @@ describe('SettingsPanel pickers (dialog plugin mocked)', () => {
     expect(api.setApiKey).toHaveBeenCalledWith('sk-test');
     expect(api.listServerModels).toHaveBeenCalledWith('openai', 'http://127.0.0.1:8080/v1');
     await fireEvent.input(screen.getByLabelText('Server model'), { target: { value: 'qwen3:8b' } });
-    expect(field('server_url')).toBeNull();
-    expect(save().disabled).toBe(false);
+    await vi.waitFor(() => expect(field('server_url')).toBeNull());
+    await vi.waitFor(() => expect(save().disabled).toBe(false));
     await fireEvent.click(save());
     const sent = (api.saveSettings as ReturnType<typeof vi.fn>).mock.calls.at(-1)?.[0] as Settings;
     expect(sent.engine).toBe('openai');
@@ -210,9 +210,9 @@ describe('SettingsPanel pickers (dialog plugin mocked)', () => {
     const box = (await screen.findByLabelText(/MCP servers/)) as HTMLTextAreaElement;
     await fireEvent.input(box, { target: { value: '{"mcpServers": {' } });
     expect(field('mcp_servers')?.textContent).toMatch(/^Not valid JSON/);
-    expect(save().disabled).toBe(true);
+    await vi.waitFor(() => expect(save().disabled).toBe(true));
     await fireEvent.input(box, { target: { value: '{"mcpServers": {"time": {"command": "mcp-server-time"}}}' } });
-    expect(field('mcp_servers')).toBeNull();
+    await vi.waitFor(() => expect(field('mcp_servers')).toBeNull());
     await fireEvent.click(save());
     const sent = (api.saveSettings as ReturnType<typeof vi.fn>).mock.calls.at(-1)?.[0] as Settings;
     expect(sent.mcp_servers).toEqual({ mcpServers: { time: { command: 'mcp-server-time' } } });

@@ -124,6 +124,7 @@ describe('tauriApi', () => {
       tauriApi.appInfo(),
       tauriApi.getSettings(),
       tauriApi.saveSettings(s),
+      tauriApi.validateSettings(s),
       tauriApi.listServerModels('ollama', 'http://127.0.0.1:11434'),
       tauriApi.setApiKey(''),
       tauriApi.listModels(),

@@ -1,6 +1,6 @@
 // Event sequences and a scriptable mock of the backend for component tests.
 import { vi } from 'vitest';
-import type { Api, BenchEvent, Calibration, CalibrationEvent, DownloadEvent, ModelResult, Settings } from '../src/lib/api';
+import type { Api, BenchEvent, Calibration, CalibrationEvent, DownloadEvent, ModelResult, SettingError, Settings } from '../src/lib/api';
 import type { AgentEvent, Gauge, PlanRow } from '../src/lib/events';
 
 export function gauge(over: Partial<Gauge> = {}): Gauge {
@@ -94,19 +94,33 @@ export function mockApi(over: Partial<Api> = {}) {
     calibration: ((e: CalibrationEvent) => void) | null;
   } = { agent: null, bench: null, download: null, calibration: null };
   const settings: Settings = {
+    engine: 'embedded',
     model_path: '/models/SmolLM2-135M-Instruct.Q4_1.gguf',
+    server_url: '',
+    server_model: '',
+    server_tools_in_text: false,
+    api_key_env: 'OPENAI_API_KEY',
+    tool_grammar: true,
     context: 4096,
     reserve: 512,
     ratio: 0.8,
     recent: 4,
     strategy: 'v1',
     gamma: 1.5,
+    delta: 'model',
+    summary_pass: 'pinned_prefix',
     threads: 2,
     gpu: false,
     thinking: true,
+    temperature: 0,
+    seed: 0,
+    safety_cap: null,
+    max_result_chars: 4000,
+    max_args_bytes: 8192,
     tool_approvals: { files: 'allow', http_get: 'ask', http_write: 'ask', code: 'deny' },
     workspace_roots: ['/work/data'],
     allowed_hosts: ['127.0.0.1:8080'],
+    code: false,
   };
   const api = {
     startInvestigation: vi.fn(async (_q: string, on: (e: AgentEvent) => void) => {
@@ -130,6 +144,7 @@ export function mockApi(over: Partial<Api> = {}) {
     appInfo: vi.fn(async () => ({ version: '0.1.0', model_path: settings.model_path, notice: null, models_dir: '/models', settings_file: '/cfg/settings.json', run_code: { available: false, message: 'run_code unavailable: the code sandbox is unavailable, so code is not run: mf-sandbox not found beside measured-forgetting (looked in /opt/mf and its parent)' } })),
     getSettings: vi.fn(async () => structuredClone(settings)),
     saveSettings: vi.fn(async (s: Settings) => s),
+    validateSettings: vi.fn(async (s: Settings) => checkSettings(s)),
     listServerModels: vi.fn(async () => ['qwen3:8b', 'llama3.2:3b']),
     setApiKey: vi.fn(async () => {}),
     listModels: vi.fn(async () => [
@@ -166,6 +181,27 @@ export function mockApi(over: Partial<Api> = {}) {
 }
 
 /** One model's result in mf-bench's shape (figures invented for the tests). */
+/**
+ * A stand-in for the shell's `validate_settings` (mf-agent's resolver, whose
+ * rules are tested in Rust): the handful of its messages these tests provoke,
+ * word for word, so the panel is tested on what the shell sends.
+ */
+export function checkSettings(s: Settings): SettingError[] {
+  const e: SettingError[] = [];
+  const add = (field: string, message: string) => e.push({ field, message });
+  if (s.engine !== 'embedded') {
+    if (!/^https?:\/\/\S+$/.test(s.server_url.trim())) add('server_url', 'The server URL must start with http:// or https://.');
+    if (s.server_model.trim() === '') add('server_model', 'Name the model the server should run.');
+  } else if (!s.model_path.toLowerCase().endsWith('.gguf')) add('model_path', 'The model must be a .gguf file.');
+  if (s.reserve >= s.context) add('reserve', `Generation reserve must be smaller than the context size (${s.context}).`);
+  if (!(s.ratio > 0 && s.ratio <= 1)) add('ratio', 'Threshold ratio must be above 0 and at most 1.');
+  const root = s.workspace_roots.find((r) => !r.startsWith('/'));
+  if (root !== undefined) add('workspace_roots', `Workspace root "${root}" must be an absolute path.`);
+  const host = s.allowed_hosts.find((h) => h.includes('/'));
+  if (host !== undefined) add('allowed_hosts', `"${host}" is not a host name or address (no scheme, no path).`);
+  return e;
+}
+
 /** The parts of a model result the panel does not show (rows, speed, settings). */
 export function benchRecord(): Pick<ModelResult, 'scores' | 'controls' | 'compactions' | 'speed' | 'settings'> {
   return {

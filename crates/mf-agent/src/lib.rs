@@ -11,13 +11,20 @@
 //! Exits are dynamic ([`ExitReason`], from `mf_forgetting::ExitMonitor`): a
 //! final answer, a repeated tool call, N consecutive errors, an exhausted
 //! context, the compaction-loop guard, an optional safety cap.
+//!
+//! A session is set up from flat [`RunSettings`] (the app's settings file,
+//! the CLI's flags): [`RunSpec::resolve`] checks them, naming every bad
+//! field ([`SettingErrors`]), and builds the [`RunSpec`] with its
+//! [`EngineChoice`], which [`Sessions`] starts, stores and resumes.
 
 pub mod agent;
 pub mod compact;
+pub mod engine;
 pub mod error;
 pub mod events;
 pub mod model;
 pub mod session;
+pub mod settings;
 pub mod store;
 pub mod tools;
 
@@ -26,6 +33,8 @@ pub use compact::{DeltaSource, SummaryPass};
 pub use error::AgentError;
 pub use events::{AgentEvent, EventSink, ExitReason, Forecast, Gauge, McpOrigin, Purpose, SummaryBy, VecSink};
 pub use model::UnknownName;
-pub use session::{EngineSpec, KvMiss, Launch, Resume, RunSpec, Sessions, ToolsSpec};
+pub use engine::{EngineChoice, EngineKind, EngineSpec, KeySource};
+pub use session::{KvMiss, Launch, Resume, RunSpec, Sessions, ToolsSpec};
+pub use settings::{ApprovalMode, RunSettings, SettingError, SettingErrors, ToolApprovals};
 pub use store::{InvestigationRow, SessionStatus, Store, StoreSink};
 pub use tools::{Approver, FailureKind, FixedApprover, NoAnswer, ToolFailure, ToolReply, ToolRunner};

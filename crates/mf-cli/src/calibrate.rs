@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context as _, bail};
-use mf_agent::EngineSpec;
+use mf_agent::engine::EngineArgs;
+use mf_agent::{EngineChoice, EngineSpec, RunSettings};
 use mf_bench::agentic::calibrate::{CALIBRATION_CONTEXT, CALIBRATION_WORLD, Calibration, CalibrationConfig, CalibrationRow, calibrate, model_key, store};
 use mf_forgetting::StrategyKind;
 
@@ -15,17 +16,9 @@ use mf_forgetting::StrategyKind;
 /// route-driven world, and store the recommendation for the app.
 #[derive(Debug, clap::Args)]
 pub struct CalibrateArgs {
-    /// The GGUF model to calibrate; with `--openai` or `--ollama`, the
-    /// server's model name.
-    #[arg(long)]
-    pub model: PathBuf,
-    /// Calibrate a model served by an OpenAI-compatible server at this base
-    /// URL (e.g. `http://127.0.0.1:8080/v1`; API key from `OPENAI_API_KEY`).
-    #[arg(long, conflicts_with = "ollama")]
-    pub openai: Option<String>,
-    /// Calibrate a model served by Ollama at this URL (e.g. `http://127.0.0.1:11434`).
-    #[arg(long)]
-    pub ollama: Option<String>,
+    /// The engine and the model to calibrate (the same flags as `mf investigate`).
+    #[command(flatten)]
+    pub engine: EngineArgs,
     /// World folder.
     #[arg(long, default_value = "scenarios/agentic")]
     pub worlds: PathBuf,
@@ -44,9 +37,6 @@ pub struct CalibrateArgs {
     /// Context window C of the runs (small, so that it fills).
     #[arg(long, default_value_t = CALIBRATION_CONTEXT)]
     pub ctx: u32,
-    /// CPU threads (default: all).
-    #[arg(long)]
-    pub threads: Option<i32>,
     /// Where the result is written (default: the data folder's
     /// `calibration/MODEL-FILE.json`, or `calibration/ollama-NAME.json` /
     /// `openai-NAME.json` for a server's model, which the app reads).
@@ -59,25 +49,16 @@ pub struct CalibrateArgs {
 
 /// Runs the calibration, prints its table, writes its file.
 pub async fn run(args: CalibrateArgs) -> anyhow::Result<()> {
-    if args.threads.is_some_and(|t| t < 1) {
-        bail!("--threads must be at least 1");
-    }
+    let engine = engine(&args.engine)?;
     let Some(world) = mf_bench::agentic::load_world(&args.worlds, &args.world)? else {
         bail!("no world {:?} in {}", args.world, args.worlds.display());
     };
-    let name = args.model.to_string_lossy().into_owned();
-    let engine = match (&args.openai, &args.ollama) {
-        (Some(url), _) => EngineSpec::OpenAi { url: url.clone(), model: name, tools_in_text: false },
-        (None, Some(url)) => EngineSpec::Ollama { url: url.clone(), model: name },
-        // Tool calls held to the schemas by the grammar, as in the agentic benchmark.
-        (None, None) => EngineSpec::Llama { model: args.model.clone(), threads: args.threads, gpu: false, tool_grammar: true },
-    };
-    let backend = engine.load(args.ctx, None).await.with_context(|| format!("cannot load {}", args.model.display()))?;
+    let backend = engine.load(args.ctx, None).await.with_context(|| format!("cannot load {}", engine.model_label()))?;
     let cfg = CalibrationConfig { route_len: args.route_len, strategies: args.strategies.clone(), ratios: args.ratios.clone(), ..CalibrationConfig::default() };
     let total = cfg.strategies.len() * cfg.ratios.len();
     eprintln!(
         "calibrating {} on {} ({} calls, C = {}): {} strategies × {} ratios = {total} runs",
-        args.model.display(),
+        engine.model_label(),
         world.id,
         cfg.route_len.min(world.route.len()),
         args.ctx,
@@ -108,7 +89,7 @@ pub async fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         );
     };
     let result = calibrate(backend, &world, &cfg, &mut progress).await?;
-    let file = model_key(&engine);
+    let file = model_key(&EngineSpec::from(&engine));
     let out = match &args.out {
         Some(out) => {
             std::fs::write(out, serde_json::to_string_pretty(&result)?).with_context(|| format!("cannot write {}", out.display()))?;
@@ -123,6 +104,23 @@ pub async fn run(args: CalibrateArgs) -> anyhow::Result<()> {
     }
     eprintln!("written to {} ({:.0} s in all)", out.display(), t0.elapsed().as_secs_f64());
     Ok(())
+}
+
+/// The engine the flags choose, checked as for `mf investigate` (tool calls
+/// are held to the schemas by the grammar unless `--tool-grammar false`, as
+/// in the agentic benchmark).
+///
+/// # Errors
+/// Usage errors naming each flag that cannot be used.
+fn engine(args: &EngineArgs) -> anyhow::Result<EngineChoice> {
+    let mut s = RunSettings::default();
+    for n in args.apply(&mut s) {
+        eprintln!("note: {n}");
+    }
+    if s.engine == mf_agent::EngineKind::Embedded && s.model_path.is_empty() {
+        bail!(crate::UsageError("no --model given and no default model in ./models (run `make setup` or `mf models download`)".into()));
+    }
+    EngineChoice::resolve(&s).map_err(crate::investigate::setting_errors)
 }
 
 /// The rows as a Markdown table, then the recommendation.

@@ -8,8 +8,9 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use futures::future::BoxFuture;
+use mf_agent::engine::EngineArgs;
 use mf_agent::{
-    AgentEvent, AgentSettings, Approver, DeltaSource, EngineSpec, EventSink, FixedApprover, Launch, Resume, RunSpec, Sessions, SummaryPass, ToolsSpec,
+    AgentEvent, Approver, DeltaSource, EventSink, FixedApprover, Launch, Resume, RunSettings, RunSpec, Sessions, SettingErrors, SummaryPass, ToolsSpec,
 };
 use mf_forgetting::StrategyKind;
 use mf_tools::policy::{Approval, ApprovalRequest};
@@ -46,7 +47,7 @@ pub struct ToolArgs {
     #[arg(long, value_enum, default_value = "ask")]
     pub approve: ApproveMode,
     /// Largest tool arguments accepted, in bytes.
-    #[arg(long, default_value_t = defaults().agent.max_argument_bytes)]
+    #[arg(long, default_value_t = defaults().max_args_bytes)]
     pub max_args_bytes: usize,
     /// Offer the tools of the MCP servers in this file (the `mcpServers`
     /// JSON shape: `{"mcpServers": {"NAME": {"command": …, "args": […], "env": {…}} | {"url": …}}}`).
@@ -55,32 +56,76 @@ pub struct ToolArgs {
     pub mcp_config: Option<PathBuf>,
 }
 
-/// The one source of defaults (clap shows them; the spec starts from them).
-fn defaults() -> RunSpec {
-    RunSpec::default()
+/// The one source of defaults (clap shows them; the settings start from them).
+fn defaults() -> RunSettings {
+    RunSettings::default()
+}
+
+/// The flag that sets each [`RunSettings`] field, for error messages.
+fn flag(field: &str) -> &str {
+    match field {
+        "model_path" | "server_model" => "--model",
+        "server_url" => "--openai/--ollama",
+        "api_key_env" => "--api-key-env",
+        "threads" => "--threads",
+        "context" => "--ctx",
+        "reserve" => "--reserve",
+        "ratio" => "--ratio",
+        "recent" => "--recent",
+        "strategy" => "--strategy",
+        "temperature" => "--temperature",
+        "safety_cap" => "--safety-cap",
+        "system_prompt" => "--system",
+        "max_result_chars" => "--max-result-chars",
+        "max_args_bytes" => "--max-args-bytes",
+        "workspace_roots" => "--workspace",
+        "allowed_hosts" => "--allow-host",
+        "mcp_servers" => "--mcp-config",
+        other => other,
+    }
+}
+
+/// Settings that cannot be used, as a usage error (exit status 2) naming each flag.
+pub fn setting_errors(e: SettingErrors) -> anyhow::Error {
+    let lines: Vec<String> = e.0.iter().map(|e| format!("{}: {}", flag(&e.field), e.message)).collect();
+    UsageError(lines.join("\n")).into()
 }
 
 impl ToolArgs {
-    /// The tools part of a run spec.
+    /// Writes these flags into `s`'s tool fields. A workspace folder is made
+    /// absolute against the working directory (the settings hold absolute paths).
     ///
     /// # Errors
     /// An MCP configuration file that cannot be read or is not valid.
-    pub fn spec(&self) -> anyhow::Result<ToolsSpec> {
-        let mut t = ToolsSpec { workspace: self.workspace.clone(), allowed_hosts: self.allow_host.clone(), code: self.code, ..ToolsSpec::default() };
+    pub fn apply(&self, s: &mut RunSettings) -> anyhow::Result<()> {
+        s.workspace_roots = self
+            .workspace
+            .iter()
+            .map(|w| std::fs::canonicalize(w).or_else(|_| std::path::absolute(w)).unwrap_or_else(|_| w.clone()).display().to_string())
+            .collect();
+        s.allowed_hosts.clone_from(&self.allow_host);
+        s.code = self.code;
+        s.max_args_bytes = self.max_args_bytes;
         if let Some(file) = &self.mcp_config {
             let config = mf_tools::mcp::McpConfig::load(file).map_err(|e| UsageError(format!("--mcp-config {}: {e}", file.display())))?;
-            t.mcp = Some(config.to_value());
+            s.mcp_servers = Some(config.to_value());
         }
         if self.approve == ApproveMode::Deny {
             // Calls that would ask are denied outright; read-only ones still run.
-            t.deny_asks();
+            s.tool_approvals = s.tool_approvals.asks_denied();
         }
-        Ok(t)
+        Ok(())
     }
 
     /// The tool settings these flags describe.
+    ///
+    /// # Errors
+    /// Flags that cannot be used (usage errors), a missing sandbox helper.
     pub fn settings(&self) -> anyhow::Result<ToolSettings> {
-        self.spec()?.settings(self.max_args_bytes).map_err(|e| UsageError(e.to_string()).into())
+        let mut s = defaults();
+        self.apply(&mut s)?;
+        let spec = ToolsSpec::resolve(&s).map_err(setting_errors)?;
+        spec.settings(s.max_args_bytes).map_err(|e| UsageError(e.to_string()).into())
     }
 }
 
@@ -183,15 +228,6 @@ fn approver(mode: ApproveMode) -> Arc<dyn Approver> {
     }
 }
 
-/// How tools reach a model on an OpenAI-compatible server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum OpenAiTools {
-    /// As OpenAI's `tools` and `tool_calls` fields.
-    Native,
-    /// Written into the messages' text, calls read from the reply's text.
-    Text,
-}
-
 /// Run an investigation: the model calls tools until it answers or a dynamic
 /// exit fires, compacting its context by measured forgetting. Events are
 /// printed as they happen (or as JSON lines with --json) and stored.
@@ -199,75 +235,49 @@ pub enum OpenAiTools {
 pub struct InvestigateArgs {
     /// The question.
     pub question: String,
-    /// The GGUF model (default: `models/Qwen3-8B-Q4_K_M.gguf` when present,
-    /// else the SmolLM2 test model in `models/`); with `--openai` or
-    /// `--ollama`, the model name sent to the server (default: `default`).
-    #[arg(long)]
-    pub model: Option<PathBuf>,
-    /// Use an OpenAI-compatible server at this URL (e.g.
-    /// `http://127.0.0.1:8080/v1`) instead of running the model in-process;
-    /// the key, if any, is read from `OPENAI_API_KEY`. `--ctx` must not be
-    /// more than the server's context. Such a server keeps no KV snapshots
-    /// here: a resume decodes the history again.
-    #[arg(long, conflicts_with = "ollama")]
-    pub openai: Option<String>,
-    /// Use an Ollama server at this URL (e.g. `http://127.0.0.1:11434`);
-    /// `--ctx` is passed as `num_ctx`.
-    #[arg(long)]
-    pub ollama: Option<String>,
-    /// With `--openai`: `native` sends tools and tool calls as OpenAI fields;
-    /// `text` writes them into the messages' text and reads calls from the
-    /// reply's text, for a server whose chat template shows the model only
-    /// each message's content (llama-cpp-python with SmolLM2's template, for one).
-    #[arg(long, value_enum, default_value = "native")]
-    pub openai_tools: OpenAiTools,
-    /// Constrain fenced-JSON tool calls with a grammar (in-process models;
-    /// other formats are not constrained). `--tool-grammar false` turns it off.
-    #[arg(long, default_value_t = defaults().engine.tool_grammar(), num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
-    pub tool_grammar: bool,
+    /// The engine and model.
+    #[command(flatten)]
+    pub engine: EngineArgs,
     /// Compaction strategy: none, baseline, masking, v1, v2, v2.1.
-    #[arg(long, default_value_t = defaults().agent.strategy)]
+    #[arg(long, default_value_t = mf_agent::AgentSettings::default().strategy)]
     pub strategy: StrategyKind,
     /// Context window C in tokens.
     #[arg(long, default_value_t = defaults().context)]
     pub ctx: u32,
     /// Generation reserve G in tokens (also the longest reply).
-    #[arg(long, default_value_t = defaults().agent.reserve)]
+    #[arg(long, default_value_t = defaults().reserve)]
     pub reserve: u32,
     /// Compaction fires above ratio · (C − G).
-    #[arg(long, default_value_t = defaults().agent.ratio)]
+    #[arg(long, default_value_t = defaults().ratio)]
     pub ratio: f64,
     /// Messages at the end kept verbatim.
-    #[arg(long, default_value_t = defaults().agent.recent)]
+    #[arg(long, default_value_t = defaults().recent)]
     pub recent: usize,
     /// How v2.1 ranks: `model` (withholding test asked of the model) or `phi`.
-    #[arg(long, default_value_t = defaults().agent.delta)]
+    #[arg(long, default_value_t = defaults().delta)]
     pub delta: DeltaSource,
     /// Optional cap on rounds (off by default: exits are dynamic).
     #[arg(long)]
     pub safety_cap: Option<u32>,
     /// Tool results longer than this (characters) are cut, with a note.
-    #[arg(long, default_value_t = defaults().agent.max_result_chars)]
+    #[arg(long, default_value_t = defaults().max_result_chars)]
     pub max_result_chars: usize,
     /// Sampling temperature of the investigation replies (0: greedy).
-    #[arg(long, default_value_t = defaults().agent.sampling.temperature)]
+    #[arg(long, default_value_t = defaults().temperature)]
     pub temperature: f32,
     /// Sampling seed.
-    #[arg(long, default_value_t = defaults().agent.sampling.seed)]
+    #[arg(long, default_value_t = defaults().seed)]
     pub seed: u32,
     /// The system prompt (default: mf-agent's).
     #[arg(long)]
     pub system: Option<String>,
-    /// CPU threads for the model (default: all).
-    #[arg(long)]
-    pub threads: Option<i32>,
     /// Tools.
     #[command(flatten)]
     pub tools: ToolArgs,
     /// Where the summary pass runs when the live history does not fit:
     /// `pinned-prefix` (after the cached pinned zone) or `standalone`
     /// (nothing reused; for measuring the difference).
-    #[arg(long, default_value_t = defaults().agent.summary_pass)]
+    #[arg(long, default_value_t = defaults().summary_pass)]
     pub summary_pass: SummaryPass,
     /// Do not save the KV cache (it is saved to `kv/ID.bin` in the data
     /// folder after each tool-calling reply and at the end, for a resume).
@@ -288,39 +298,43 @@ pub struct InvestigateArgs {
 }
 
 impl InvestigateArgs {
-    /// The run spec these flags describe: [`RunSpec::default`] with every flag applied.
-    fn spec(&self, model: PathBuf) -> anyhow::Result<RunSpec> {
-        let d = defaults();
-        let engine = match (&self.openai, &self.ollama) {
-            (Some(url), _) => {
-                EngineSpec::OpenAi { url: url.clone(), model: model.to_string_lossy().into_owned(), tools_in_text: self.openai_tools == OpenAiTools::Text }
-            }
-            (None, Some(url)) => EngineSpec::Ollama { url: url.clone(), model: model.to_string_lossy().into_owned() },
-            (None, None) => {
-                EngineSpec::Llama { model: std::fs::canonicalize(&model).unwrap_or(model), threads: self.threads, gpu: false, tool_grammar: self.tool_grammar }
-            }
-        };
-        let mut agent = AgentSettings {
-            strategy: self.strategy,
-            reserve: self.reserve,
-            ratio: self.ratio,
-            recent: self.recent,
-            safety_cap: self.safety_cap,
-            max_result_chars: self.max_result_chars,
-            max_argument_bytes: self.tools.max_args_bytes,
-            delta: self.delta,
-            summary_pass: self.summary_pass,
-            ..d.agent
-        };
-        agent.sampling.temperature = self.temperature;
-        agent.sampling.seed = self.seed;
-        if self.temperature > 0.0 {
-            agent.sampling.top_p = 0.9;
+    /// The settings these flags describe: [`RunSettings::default`] with every
+    /// flag applied; notes for the user (which default model was picked).
+    ///
+    /// # Errors
+    /// An MCP configuration file that cannot be read.
+    fn settings(&self) -> anyhow::Result<(RunSettings, Vec<String>)> {
+        let mut s = defaults();
+        let notes = self.engine.apply(&mut s);
+        s.strategy = self.strategy.as_str().into();
+        s.context = self.ctx;
+        s.reserve = self.reserve;
+        s.ratio = self.ratio;
+        s.recent = self.recent;
+        s.delta = self.delta;
+        s.safety_cap = self.safety_cap;
+        s.max_result_chars = self.max_result_chars;
+        s.temperature = self.temperature;
+        s.seed = self.seed;
+        s.system_prompt.clone_from(&self.system);
+        s.summary_pass = self.summary_pass;
+        self.tools.apply(&mut s)?;
+        Ok((s, notes))
+    }
+
+    /// The run spec these flags describe.
+    ///
+    /// # Errors
+    /// Usage errors naming each flag that cannot be used.
+    fn spec(&self) -> anyhow::Result<RunSpec> {
+        let (s, notes) = self.settings()?;
+        for n in notes {
+            eprintln!("note: {n}");
         }
-        if let Some(p) = &self.system {
-            agent.system_prompt.clone_from(p);
+        if s.engine == mf_agent::EngineKind::Embedded && s.model_path.is_empty() {
+            return Err(UsageError("no --model given and no default model in ./models (run `make setup` or `mf models download`)".into()).into());
         }
-        Ok(RunSpec { engine, context: self.ctx, agent, tools: self.tools.spec()? })
+        RunSpec::resolve(&s).map_err(setting_errors)
     }
 }
 
@@ -492,26 +506,8 @@ fn usage(e: mf_agent::AgentError) -> anyhow::Error {
 }
 
 /// Runs `mf investigate`.
-pub async fn investigate(mut a: InvestigateArgs) -> anyhow::Result<()> {
-    let on_server = a.openai.is_some() || a.ollama.is_some();
-    let model = match a.model.take() {
-        Some(m) => m,
-        None if on_server => PathBuf::from("default"),
-        None => match mf_inference::models::default_model(Path::new("models")) {
-            Some(mf_inference::models::DefaultModel::Recommended { path }) => path,
-            Some(mf_inference::models::DefaultModel::TestFallback { path, passed_over }) => {
-                if let Some(why) = passed_over {
-                    eprintln!("note: {why}");
-                }
-                eprintln!("note: using the small test model {} (answers poorly); `mf models download` fetches Qwen3 8B", path.display());
-                path
-            }
-            None => {
-                return Err(UsageError("no --model given and no default model in ./models (run `make setup` or `mf models download`)".into()).into());
-            }
-        },
-    };
-    let spec = a.spec(model)?;
+pub async fn investigate(a: InvestigateArgs) -> anyhow::Result<()> {
+    let spec = a.spec()?;
     let mut sessions = open_sessions(a.db.as_deref())?;
     sessions.save_kv = !a.no_kv_save;
     sessions.kv_keep = a.kv_keep;
@@ -603,7 +599,7 @@ pub enum SessionsAction {
         #[arg(long)]
         no_kv: bool,
         /// How many saved KV caches to keep (see `mf investigate --kv-keep`).
-        #[arg(long, default_value_t = 3)]
+        #[arg(long, default_value_t = mf_agent::session::DEFAULT_KV_KEEP)]
         kv_keep: usize,
     },
 }

@@ -12,6 +12,7 @@ import { open } from '@tauri-apps/plugin-dialog';
 import type { AgentEvent } from './events';
 import type { Aggregates, BenchEvent, Calibration, CalibrationRow, JudgeRequest } from './generated/bench-events';
 import commandList from './commands.json';
+import { STRATEGIES, type EngineKind, type RunSettings as Settings, type SettingError } from './generated/settings';
 
 /** A command error as the shell serialises it. */
 export interface CommandError {
@@ -55,58 +56,11 @@ export function toApiError(e: unknown): ApiError {
 
 // ---------------------------------------------------------------- settings
 
-export const STRATEGIES = ['none', 'baseline', 'masking', 'v1', 'v2', 'v2.1'] as const;
+// The settings are mf-agent's `RunSettings` (generated from the Rust type);
+// mf-agent's resolver is their only validator (`validateSettings`).
+export type { ApprovalMode, EngineKind, RunSettings as Settings, SettingError, ToolApprovals } from './generated/settings';
+export { STRATEGIES };
 export type StrategyName = (typeof STRATEGIES)[number];
-export type ApprovalMode = 'ask' | 'allow' | 'deny';
-
-/** Every setting of the app, persisted by the shell. */
-/** Which engine runs the model: llama.cpp in the app, or a server. */
-export type EngineKind = 'embedded' | 'ollama' | 'openai';
-
-export interface Settings {
-  /** Which engine runs the model (absent in older settings files: embedded). */
-  engine?: EngineKind;
-  /** Path of the GGUF model file (embedded engine). */
-  model_path: string;
-  /** The server's base URL (Ollama: `http://127.0.0.1:11434`; OpenAI-compatible: `http://127.0.0.1:8080/v1`). */
-  server_url?: string;
-  /** The model name on the server. */
-  server_model?: string;
-  /** OpenAI-compatible engine: tools and calls as the messages' text (for servers whose template drops tool fields). */
-  server_tools_in_text?: boolean;
-  /** Constrain the embedded model's fenced-JSON tool calls with a grammar. */
-  tool_grammar?: boolean;
-  /** Context size `C`, tokens. */
-  context: number;
-  /** Generation reserve `G`, tokens. */
-  reserve: number;
-  /** Compaction trigger ratio of `C − G`. */
-  ratio: number;
-  /** Recent messages kept verbatim. */
-  recent: number;
-  strategy: StrategyName;
-  /** Exponent of `Φ(B) = B^γ`. */
-  gamma: number;
-  threads: number;
-  gpu: boolean;
-  thinking: boolean;
-  /**
-   * Per approval group of mf-tools' policy: `files` (list/read/search files),
-   * `http_get`, `http_write` (any other HTTP method), `code` (run_code).
-   * Ask before running, always allow, always deny.
-   */
-  tool_approvals: Record<string, ApprovalMode>;
-  workspace_roots: string[];
-  allowed_hosts: string[];
-  /** MCP servers whose tools investigations offer, in the `mcpServers` shape (absent: none). */
-  mcp_servers?: unknown;
-  /** Answers given "always" per MCP server and tool (`auto` runs unasked, `deny` refuses unasked); absent: none. */
-  mcp_approvals?: Record<string, Record<string, 'auto' | 'deny'>>;
-  /** Advanced, settings file only: the system prompt (absent: mf-agent's). Kept as given on save. */
-  system_prompt?: string;
-  /** Advanced, settings file only: tool results are cut to this many characters. */
-  max_result_chars?: number;
-}
 
 /** A model file found in `models/` (or picked). */
 export interface ModelInfo {
@@ -242,6 +196,8 @@ export interface Api {
   appInfo(): Promise<AppInfo>;
   getSettings(): Promise<Settings>;
   saveSettings(settings: Settings): Promise<Settings>;
+  /** Checks settings as a run would, without saving: every field that cannot be used (none: they would run). */
+  validateSettings(settings: Settings): Promise<SettingError[]>;
   /** The models a server offers (the engine's URL), by name. */
   listServerModels(engine: EngineKind, url: string): Promise<string[]>;
   /** Keeps the OpenAI-compatible server's API key in the app's memory only (empty: forget it). */
@@ -306,6 +262,7 @@ export const tauriApi: Api = {
   appInfo: () => call('app_info'),
   getSettings: () => call('get_settings'),
   saveSettings: (settings) => call('save_settings', { settings }),
+  validateSettings: (settings) => call('validate_settings', { settings }),
   listServerModels: (engine, url) => call('list_server_models', { engine, url }),
   setApiKey: (key) => call('set_api_key', { key }),
   listModels: () => call('list_models'),

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::spec::EngineSpec;
+use crate::engine::EngineChoice;
 
 /// Why a resume did not load the saved KV cache (it decodes the history again).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -70,8 +70,8 @@ impl KvIdentity {
     /// The identity of a session on `engine` with `context`; `None` for engines
     /// that keep no cache file, or when the model file cannot be read.
     #[must_use]
-    pub fn of(engine: &EngineSpec, context: u32) -> Option<Self> {
-        let EngineSpec::Llama { model, .. } = engine else { return None };
+    pub fn of(engine: &EngineChoice, context: u32) -> Option<Self> {
+        let EngineChoice::Embedded { model, .. } = engine else { return None };
         let model = std::fs::canonicalize(model).ok()?;
         let meta = std::fs::metadata(&model).ok()?;
         let modified = meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map_or(0, |d| d.as_secs() as i64);
@@ -228,7 +228,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let model = dir.path().join("m.gguf");
         std::fs::write(&model, b"GGUF model").unwrap();
-        let engine = EngineSpec::Llama { model: model.clone(), threads: None, gpu: false, tool_grammar: false };
+        let engine = EngineChoice::Embedded { model: model.clone(), threads: None, gpu: false, tool_grammar: false };
         let bin = dir.path().join("7.bin");
         let id = KvIdentity::of(&engine, 2048).unwrap();
         assert_eq!(KvIdentity::check(&bin, None, Some(&id)), Err(KvMiss::NotSaved));
@@ -240,7 +240,7 @@ mod tests {
         assert_eq!(KvIdentity::check(&bin, Some(&saved), KvIdentity::of(&engine, 4096).as_ref()), Err(KvMiss::ContextChanged));
         std::fs::write(&model, b"GGUF another model").unwrap();
         assert_eq!(KvIdentity::check(&bin, Some(&saved), KvIdentity::of(&engine, 2048).as_ref()), Err(KvMiss::ModelChanged));
-        let server = EngineSpec::Ollama { url: "http://127.0.0.1:1".into(), model: "m".into() };
+        let server = EngineChoice::Ollama { url: "http://127.0.0.1:1".into(), model: "m".into() };
         assert_eq!(KvIdentity::check(&bin, Some(&saved), KvIdentity::of(&server, 2048).as_ref()), Err(KvMiss::EngineKeepsNoCache));
     }
 }

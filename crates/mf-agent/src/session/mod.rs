@@ -29,9 +29,10 @@ use mf_inference::{Backend, CancelToken};
 use mf_tools::ToolRegistry;
 
 pub use kv::{KvIdentity, KvMiss};
-pub use spec::{DEFAULT_CONTEXT, EngineSpec, RunSpec, ToolsSpec};
+pub use spec::{DEFAULT_CONTEXT, RunSpec, ToolsSpec};
 
 use crate::agent::{Agent, Outcome};
+use crate::engine::EngineChoice;
 use crate::error::AgentError;
 use crate::events::EventSink;
 use crate::store::{InvestigationRow, SessionStatus, Store, StoreSink};
@@ -48,7 +49,7 @@ pub struct Sessions {
     pub kv_keep: usize,
     /// Whether KV caches are saved at all.
     pub save_kv: bool,
-    /// The backend loaded last, by [`EngineSpec::cache_key`].
+    /// The backend loaded last, by [`EngineChoice::cache_key`].
     backend: tokio::sync::Mutex<Option<(String, Arc<dyn Backend>)>>,
 }
 
@@ -195,7 +196,7 @@ impl Sessions {
     ///
     /// # Errors
     /// The engine's load error.
-    pub async fn backend(&self, engine: &EngineSpec, context: u32, api_key: Option<String>) -> Result<Arc<dyn Backend>, AgentError> {
+    pub async fn backend(&self, engine: &EngineChoice, context: u32, api_key: Option<String>) -> Result<Arc<dyn Backend>, AgentError> {
         let key = engine.cache_key(context);
         let mut slot = self.backend.lock().await;
         if let Some((k, b)) = slot.as_ref()
@@ -211,7 +212,7 @@ impl Sessions {
 
     /// Uses `backend` for the next sessions run on `engine` at `context`
     /// instead of loading one (a face that already holds the model; tests).
-    pub async fn use_backend(&self, engine: &EngineSpec, context: u32, backend: Arc<dyn Backend>) {
+    pub async fn use_backend(&self, engine: &EngineChoice, context: u32, backend: Arc<dyn Backend>) {
         *self.backend.lock().await = Some((engine.cache_key(context), backend));
     }
 
@@ -245,7 +246,7 @@ impl Sessions {
         if question.is_empty() {
             return Err(AgentError::InvalidSetting("the question is empty".into()));
         }
-        spec.validate()?;
+        spec.check_model_file()?;
         let store = self.store()?;
         let backend = self.backend(&spec.engine, spec.context, api_key).await?;
         let (tools, mut notes) = tools_for(&spec, tools).await?;
@@ -291,15 +292,12 @@ impl Sessions {
             history.push(Message::user(&format!("m{}", next_message_id(&history)), text));
         }
         if let Some(m) = how.model {
-            match &mut spec.engine {
-                EngineSpec::Llama { model, .. } => *model = m,
-                EngineSpec::OpenAi { model, .. } | EngineSpec::Ollama { model, .. } => *model = m.to_string_lossy().into_owned(),
-            }
+            spec.engine.set_model(m);
         }
         if how.safety_cap.is_some() {
             spec.agent.safety_cap = how.safety_cap;
         }
-        spec.validate()?;
+        spec.check_model_file()?;
         let backend = self.backend(&spec.engine, spec.context, api_key).await?;
         let (tools, mut notes) = tools_for(&spec, tools).await?;
         let mut agent = Agent::new(backend, tools, approver, spec.agent.clone())?;

@@ -17,15 +17,15 @@ use crate::scripted::*;
 /// is said and the history decoded again.
 #[tokio::test]
 async fn sessions_store_the_spec_save_the_cache_and_resume_with_both() {
-    use mf_agent::{EngineSpec, KvMiss, Resume, RunSpec, SessionStatus, Sessions};
+    use mf_agent::{EngineChoice, KvMiss, Resume, RunSpec, SessionStatus, Sessions, ToolsSpec};
     let dir = tempfile::tempdir().unwrap();
     let model = dir.path().join("tiny.gguf");
     std::fs::write(&model, b"GGUF test model").unwrap();
     let mut spec = RunSpec {
-        engine: EngineSpec::Llama { model: model.clone(), threads: Some(1), gpu: false, tool_grammar: false },
+        engine: EngineChoice::Embedded { model: model.clone(), threads: Some(1), gpu: false, tool_grammar: false },
         context: 4096,
         agent: settings(StrategyKind::V1),
-        ..RunSpec::default()
+        tools: ToolsSpec::default(),
     };
     spec.agent.safety_cap = Some(9);
 
