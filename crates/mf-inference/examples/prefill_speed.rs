@@ -21,7 +21,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let request = GenerateRequest { messages: vec![ChatMessage::user(text)], tools: vec![], sampling: Sampling::greedy(16) };
         let t = std::time::Instant::now();
         let g = session.generate_blocking(request, None, CancelToken::default())?;
-        let kv = g.usage.kv.clone();
+        let kv = g.usage.kv;
         println!(
             "n_ctx {n_ctx} branches {branches}: decoded {} in {} ms prefill ({:.0} tok/s), {} generated in {} ms, wall {} ms",
             kv.decoded,

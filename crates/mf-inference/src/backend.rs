@@ -114,9 +114,7 @@ pub trait Backend: Send + Sync {
     /// (this default); prompt-too-long and engine errors otherwise.
     fn score<'a>(&'a self, _request: ScoreRequest, _cancel: CancelToken) -> BoxFuture<'a, Result<Vec<Scored>>> {
         let backend = self.model_info().backend;
-        Box::pin(async move {
-            Err(InferenceError::ScoringUnsupported { backend, reason: "it returns no log-probabilities of a given text".into() })
-        })
+        Box::pin(async move { Err(InferenceError::ScoringUnsupported { backend, reason: "it returns no log-probabilities of a given text".into() }) })
     }
 
     /// Tokens the rendered prompt of this conversation takes (generation prompt included).

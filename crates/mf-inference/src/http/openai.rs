@@ -61,7 +61,13 @@ pub struct OpenAiBackend {
     tokenizer: Arc<AtomicU8>,
     /// Tool turns written into the text (see [`OpenAiBackend::with_tools_in_text`]).
     tools_in_text: bool,
+    /// The chat template scoring renders prompts with ([`OpenAiBackend::with_template`]).
+    template: Option<Arc<crate::template::ChatTemplate>>,
+    /// Whether the server returns prompt log-probabilities, once asked.
+    scoring: Arc<std::sync::Mutex<score::Support>>,
 }
+
+mod score;
 
 const TOKENIZER_UNKNOWN: u8 = 0;
 const TOKENIZER_NONE: u8 = 1;
@@ -113,6 +119,8 @@ impl OpenAiBackend {
             root: root.as_str().trim_end_matches('/').to_string(),
             tokenizer: Arc::new(AtomicU8::new(TOKENIZER_UNKNOWN)),
             tools_in_text: false,
+            template: None,
+            scoring: Arc::default(),
         })
     }
 
@@ -322,6 +330,10 @@ impl Backend for OpenAiBackend {
                 r => r,
             }
         })
+    }
+
+    fn score<'a>(&'a self, request: crate::types::ScoreRequest, cancel: CancelToken) -> BoxFuture<'a, Result<Vec<crate::types::Scored>>> {
+        Box::pin(self.score_on_server(request, cancel))
     }
 
     fn count_tokens<'a>(&'a self, messages: &'a [ChatMessage], tools: &'a [ToolSpec]) -> BoxFuture<'a, Result<u32>> {

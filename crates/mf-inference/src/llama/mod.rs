@@ -28,7 +28,7 @@ use crate::backend::{Backend, CancelToken, KvSnapshot, SnapshotSlot, TokenSink};
 use crate::error::{InferenceError, Result};
 use crate::grammar::ToolGrammar;
 use crate::template::{ChatTemplate, RenderOptions, RenderedPrompt};
-use crate::types::{ChatMessage, GenerateRequest, Generation, ModelInfo, Sampling, Thinking, ToolSpec};
+use crate::types::{ChatMessage, GenerateRequest, Generation, ModelInfo, Sampling, ScoreRequest, Scored, Thinking, TokenLogprob, ToolSpec};
 
 /// How to load a model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -83,6 +83,12 @@ pub struct LlamaConfig {
     /// `swa_full` always do.)
     #[serde(default = "default_branches")]
     pub branches: u32,
+    /// Keep the log-probability of every token of the last reply
+    /// ([`LlamaSession::last_reply_logprobs`]), to check that scoring a text
+    /// agrees with what generation saw. Off by default: it reads the whole
+    /// logits row once more per generated token.
+    #[serde(default)]
+    pub record_logprobs: bool,
 }
 
 fn default_branches() -> u32 {
@@ -125,6 +131,7 @@ impl LlamaConfig {
             checkpoints: default_checkpoints(),
             checkpoint_every: default_checkpoint_every(),
             branches: default_branches(),
+            record_logprobs: false,
         }
     }
 
@@ -160,6 +167,15 @@ pub(crate) enum Command {
         requests: Vec<worker::BranchRequest>,
         cancel: CancelToken,
         reply: oneshot::Sender<Result<Vec<Generation>>>,
+    },
+    Score {
+        prompt: RenderedPrompt,
+        continuations: Vec<String>,
+        cancel: CancelToken,
+        reply: oneshot::Sender<Result<Vec<Scored>>>,
+    },
+    LastReplyLogprobs {
+        reply: oneshot::Sender<Vec<TokenLogprob>>,
     },
     CountTokens {
         text: String,
@@ -387,6 +403,48 @@ impl LlamaSession {
         self.call_blocking(|reply| Command::Branches { requests, cancel, reply })?
     }
 
+    fn score_command(&self, request: ScoreRequest, cancel: CancelToken) -> Result<impl FnOnce(oneshot::Sender<Result<Vec<Scored>>>) -> Command> {
+        // The assistant turn opened, thinking off: the prompt a reply follows.
+        let prompt = self.template.render(&request.messages, &request.tools, RenderOptions { add_generation_prompt: true, thinking: false })?;
+        let continuations = request.continuations;
+        Ok(move |reply| Command::Score { prompt, continuations, cancel, reply })
+    }
+
+    /// Scores continuations by log-probability after the conversation's
+    /// rendered prompt (see [`Backend::score`]): the prompt's cached prefix is
+    /// reused, and each further continuation decodes one prompt token again,
+    /// not the prompt.
+    ///
+    /// # Errors
+    /// Template, prompt-too-long (prompt plus a continuation over the
+    /// context), decode errors; [`InferenceError::SessionStopped`].
+    pub async fn score(&self, request: ScoreRequest, cancel: CancelToken) -> Result<Vec<Scored>> {
+        let make = self.score_command(request, cancel)?;
+        self.call(make).await?
+    }
+
+    /// Blocking [`score`](Self::score).
+    ///
+    /// # Errors
+    /// As [`score`](Self::score).
+    ///
+    /// # Panics
+    /// When called from inside an async runtime.
+    pub fn score_blocking(&self, request: ScoreRequest, cancel: CancelToken) -> Result<Vec<Scored>> {
+        let make = self.score_command(request, cancel)?;
+        self.call_blocking(make)?
+    }
+
+    /// The last reply's tokens with the log-probability each had when it was
+    /// sampled; empty unless the session was loaded with
+    /// [`LlamaConfig::record_logprobs`].
+    ///
+    /// # Errors
+    /// [`InferenceError::SessionStopped`].
+    pub fn last_reply_logprobs_blocking(&self) -> Result<Vec<TokenLogprob>> {
+        self.call_blocking(|reply| Command::LastReplyLogprobs { reply })
+    }
+
     /// Tokens of `text` as this model tokenises a prompt (BOS included where the model adds one).
     ///
     /// # Errors
@@ -527,6 +585,10 @@ impl Backend for LlamaSession {
 
     fn generate_branches<'a>(&'a self, requests: Vec<GenerateRequest>, cancel: CancelToken) -> BoxFuture<'a, Result<Vec<Generation>>> {
         Box::pin(LlamaSession::generate_branches(self, requests, cancel))
+    }
+
+    fn score<'a>(&'a self, request: ScoreRequest, cancel: CancelToken) -> BoxFuture<'a, Result<Vec<Scored>>> {
+        Box::pin(LlamaSession::score(self, request, cancel))
     }
 
     fn count_tokens<'a>(&'a self, messages: &'a [ChatMessage], tools: &'a [ToolSpec]) -> BoxFuture<'a, Result<u32>> {

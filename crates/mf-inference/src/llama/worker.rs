@@ -3,6 +3,7 @@
 mod branch;
 pub(crate) use self::branch::BranchRequest;
 mod checkpoint;
+mod score;
 mod shift;
 mod snapshot;
 
@@ -181,6 +182,8 @@ fn serve(backend: &LlamaBackend, config: &LlamaConfig, model: &LlamaModel, ready
         checkpoint,
         checkpoints: Vec::new(),
         memory: HashMap::new(),
+        record_logprobs: config.record_logprobs,
+        last_reply: Vec::new(),
     };
     while let Some(cmd) = rx.blocking_recv() {
         if matches!(cmd, Command::Stop) {
@@ -228,6 +231,11 @@ struct Worker<'m> {
     checkpoints: Vec<Checkpoint>,
     /// In-memory snapshots by name: the sequence state and its tokens.
     memory: HashMap<String, (SeqState, Vec<LlamaToken>)>,
+    /// Whether [`generate`](Worker::generate) keeps the log-probability of
+    /// every token it samples (in `last_reply`).
+    record_logprobs: bool,
+    /// The last reply's tokens and their log-probabilities, when recorded.
+    last_reply: Vec<crate::types::TokenLogprob>,
 }
 
 fn ids(tokens: &[LlamaToken]) -> Vec<i32> {
@@ -239,6 +247,12 @@ impl Worker<'_> {
         match cmd {
             Command::Generate { prompt, sampling, grammar, sink, cancel, reply } => {
                 let _ = reply.send(self.generate(&prompt, &sampling, grammar.as_ref(), sink.as_ref(), &cancel));
+            }
+            Command::Score { prompt, continuations, cancel, reply } => {
+                let _ = reply.send(self.score(&prompt, &continuations, &cancel));
+            }
+            Command::LastReplyLogprobs { reply } => {
+                let _ = reply.send(self.last_reply.clone());
             }
             Command::Branches { requests, cancel, reply } => {
                 let _ = reply.send(self.generate_branches(&requests, &cancel));
@@ -495,6 +509,7 @@ impl Worker<'_> {
         let max = sampling.max_tokens;
         let mut sampler = self.sampler(sampling, grammar);
         let mut reply = ReplyText::new(prompt, sampling);
+        self.last_reply.clear();
         let mut emit = |events: Vec<StreamEvent>| {
             if let Some(sink) = sink {
                 for e in events {
@@ -518,6 +533,12 @@ impl Worker<'_> {
             let token = sampler.sample(&self.ctx, idx);
             if self.model.vocab().is_eog(token) {
                 break StopReason::EndOfTurn;
+            }
+            if self.record_logprobs {
+                let (logprob, top) = score::logprob_of(self.ctx.get_logits_ith(idx), token);
+                let text = String::from_utf8_lossy(&self.model.vocab().token_to_piece(token, false, None)).into_owned();
+                let start = self.last_reply.last().map_or(0, |t| t.start + t.text.len());
+                self.last_reply.push(crate::types::TokenLogprob { text, start, logprob, top_logprob: Some(top) });
             }
             match reply.push(self.model, token, &mut emit) {
                 Next::Stop(reason) => break reason,

@@ -2,5 +2,6 @@ mod branches;
 mod download;
 mod http;
 mod llama;
+mod score;
 mod support;
 mod templates;

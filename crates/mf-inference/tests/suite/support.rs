@@ -10,6 +10,8 @@ pub fn model_path(file: &str) -> Option<PathBuf> {
     if p.is_file() {
         Some(p)
     } else {
+        // The test command sets MF_REQUIRE_MODELS=1: there a missing model fails the test by name.
+        assert!(std::env::var("MF_REQUIRE_MODELS").as_deref() != Ok("1"), "model {} is absent (run scripts/fetch_models.py)", p.display());
         eprintln!("\n!!!!!!!! SKIPPED: model {} is absent (run scripts/fetch_models.py) !!!!!!!!\n", p.display());
         None
     }

@@ -254,7 +254,7 @@ impl Worker<'_> {
             .map(|b| {
                 let r = &requests[b.index];
                 let kv = KvStats { prefill_ms, decode_ms, ..stats(b.index) };
-                let usage = Usage { kv, completion_tokens: b.reply.generated, thinking_tokens: b.reply.thinking_tokens, ..Usage::default() };
+                let usage = Usage { kv, completion_tokens: b.reply.generated, thinking_tokens: b.reply.thinking_tokens };
                 let raw = b.reply.finish(&mut no_emit);
                 let stop = b.stop.unwrap_or(StopReason::MaxTokens);
                 (b.index, assemble(raw, r.prompt.thinking_open, r.prompt.tool_format, Vec::new(), None, stop, usage))
