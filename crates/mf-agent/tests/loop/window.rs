@@ -249,7 +249,7 @@ fn check(rt: &tokio::runtime::Runtime, c: &Case) -> Result<(), String> {
                 return Err(format!("the plan of round {round} was made for {b:?}, over C − G = {room}"));
             }
         }
-        if let AgentEvent::CompactionFinished { round, tokens_after, report, .. } = e {
+        if let AgentEvent::CompactionFinished { round, tokens_after, report, notes, .. } = e {
             let refused = ["kept_original", "declined"].iter().any(|k| report.get(*k).is_some_and(|v| !v.is_null()));
             // The target: the threshold, or C − G when the compaction said
             // the pinned and recent zones leave no room under the threshold.
@@ -257,6 +257,11 @@ fn check(rt: &tokio::runtime::Runtime, c: &Case) -> Result<(), String> {
             let target = if within { threshold } else { room };
             if !refused && *tokens_after > target {
                 return Err(format!("the compaction of round {round} ended at {tokens_after} tokens, over its target {target}"));
+            }
+            // What the trace shows of it: the target and the tokens after, or that it was refused.
+            let said = if refused { "refused: ".to_owned() } else { format!("target {target} tokens (") };
+            if !notes.iter().any(|n| n.starts_with(&said) && n.contains(&format!("{tokens_after}"))) {
+                return Err(format!("the compaction of round {round} does not say `{said}…{tokens_after}…` in its notes: {notes:?}"));
             }
         }
     }
