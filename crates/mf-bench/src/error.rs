@@ -89,6 +89,11 @@ pub enum BenchError {
     /// The runtime that drives the model could not be started.
     #[error("cannot start the model's runtime: {0}")]
     Runtime(std::io::Error),
+    /// The investigation loop of a live run failed (a model or store error
+    /// that it could not turn into an exit): the run has no result, the
+    /// runs after it still run.
+    #[error("the loop failed: {0}")]
+    Loop(#[source] mf_agent::AgentError),
     /// The model failed.
     #[error("model error: {0}")]
     Inference(#[from] mf_inference::InferenceError),

@@ -18,9 +18,12 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use mf_agent::compact::{chat_history, from_chat};
 use mf_agent::{ToolFailure, ToolReply, ToolRunner};
+use mf_forgetting::Message;
 use mf_inference::{
-    Backend, CancelToken, ChatMessage, GenerateRequest, Generation, KvSnapshot, ModelInfo, Role, SnapshotSlot, StopReason, TokenSink, ToolCall, ToolSpec,
+    Backend, CancelToken, ChatMessage, GenerateRequest, Generation, InferenceError, KvSnapshot, ModelInfo, Role, SnapshotSlot, StopReason, TokenSink, ToolCall,
+    ToolSpec,
 };
 use mf_tools::Requirement;
 use mf_tools::policy::Approval;
@@ -138,10 +141,19 @@ impl Backend for RouteDriven {
             let i = self.next.fetch_add(1, Ordering::SeqCst);
             let Some(url) = self.urls.get(i) else {
                 // The route is done: the real model answers, without tools,
-                // to the loop's own closing request (the question restated).
-                let closing = mf_agent::agent::closing_request(question(&request.messages), 0);
-                let mut messages = request.messages;
-                messages.push(ChatMessage::user(closing));
+                // to the loop's own closing request (the question restated),
+                // built as the loop builds it: the loop measured the prompt
+                // with its tools, not with this request, so the oldest
+                // exchanges are left out when that is what it takes to fit.
+                let max_tokens = request.sampling.max_tokens;
+                let room = self.inner.context_size().saturating_sub(max_tokens);
+                let history: Vec<Message> = request.messages.iter().enumerate().map(|(i, m)| from_chat(&format!("m{i}"), m)).collect();
+                let messages = match mf_agent::agent::fit_closing(self.inner.as_ref(), &history, "closing", room, 0).await? {
+                    Ok(fit) => chat_history(&fit.messages),
+                    Err(prompt_tokens) => {
+                        return Err(InferenceError::PromptTooLong { prompt_tokens, reserve: max_tokens, context_size: self.inner.context_size() });
+                    }
+                };
                 return self.inner.generate(GenerateRequest { messages, tools: Vec::new(), sampling: request.sampling }, sink, cancel).await;
             };
             let call = ToolCall { id: format!("route_{}", i + 1), name: "http".into(), arguments: serde_json::json!({ "url": url }) };
@@ -265,5 +277,96 @@ impl ToolRunner for WatchedTools {
             }
             r
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use std::sync::Mutex;
+
+    use mf_inference::{KvStats, Usage};
+
+    use super::*;
+
+    /// One token per 4 characters, 4 per message; records what it is sent.
+    struct Counting {
+        ctx: u32,
+        sent: Mutex<Vec<GenerateRequest>>,
+    }
+
+    fn count(messages: &[ChatMessage]) -> u32 {
+        messages.iter().map(|m| 4 + u32::try_from(m.content.chars().count().div_ceil(4)).unwrap()).sum()
+    }
+
+    impl Backend for Counting {
+        fn generate<'a>(&'a self, request: GenerateRequest, _sink: Option<TokenSink>, _cancel: CancelToken) -> BoxFuture<'a, mf_inference::Result<Generation>> {
+            Box::pin(async move {
+                let prompt = count(&request.messages);
+                if prompt + request.sampling.max_tokens > self.ctx {
+                    return Err(InferenceError::PromptTooLong { prompt_tokens: prompt, reserve: request.sampling.max_tokens, context_size: self.ctx });
+                }
+                self.sent.lock().unwrap().push(request);
+                Ok(Generation {
+                    raw_text: "answer".into(),
+                    content: "answer".into(),
+                    thinking: None,
+                    tool_calls: Vec::new(),
+                    tool_parse_error: None,
+                    stop_reason: StopReason::EndOfTurn,
+                    usage: Usage { kv: KvStats::default(), completion_tokens: 1, thinking_tokens: 0 },
+                })
+            })
+        }
+
+        fn count_tokens<'a>(&'a self, messages: &'a [ChatMessage], _tools: &'a [ToolSpec]) -> BoxFuture<'a, mf_inference::Result<u32>> {
+            Box::pin(async move { Ok(count(messages)) })
+        }
+
+        fn context_size(&self) -> u32 {
+            self.ctx
+        }
+
+        fn model_info(&self) -> ModelInfo {
+            ModelInfo {
+                name: "counting".into(),
+                backend: "test".into(),
+                architecture: None,
+                context_size: self.ctx,
+                context_train: None,
+                parameters: None,
+                tool_format: None,
+            }
+        }
+    }
+
+    /// The loop measured this turn with its tools and let it through; at the
+    /// end of the route the driver sends it without tools and with the
+    /// closing request, which would not fit: the oldest exchanges go.
+    #[tokio::test]
+    async fn the_answer_request_at_the_end_of_the_route_is_built_to_fit() {
+        let inner = Arc::new(Counting { ctx: 440, sent: Mutex::new(Vec::new()) });
+        let driven = RouteDriven::new(inner.clone(), Vec::new(), false);
+        let mut messages = vec![ChatMessage::system("You investigate."), ChatMessage::user("Who owns web-03?")];
+        for i in 0..6 {
+            let call = ToolCall { id: format!("c{i}"), name: "http".into(), arguments: serde_json::json!({"url": format!("/p{i}")}) };
+            messages.push(ChatMessage::assistant_tool_calls("", vec![call]));
+            messages.push(ChatMessage::tool_result(format!("c{i}"), "http", format!("page {i}: {}", "x".repeat(160))));
+        }
+        let spec = ToolSpec { name: "http".into(), description: "GET".into(), parameters: serde_json::json!({}) };
+        let request = GenerateRequest { messages: messages.clone(), tools: vec![spec], sampling: mf_inference::Sampling::greedy(100) };
+        assert!(is_investigation_turn(&request));
+        assert!(count(&messages) + 100 <= 440, "the turn itself fits");
+        let g = driven.generate(request, None, CancelToken::new()).await.unwrap();
+        assert_eq!(g.content, "answer");
+        let sent = inner.sent.lock().unwrap();
+        let asked = &sent[0];
+        assert!(asked.tools.is_empty());
+        assert!(count(&asked.messages) + 100 <= 440, "{} tokens", count(&asked.messages));
+        assert_eq!(&asked.messages[..2], &messages[..2], "the pinned zone is kept");
+        let last = asked.messages.last().unwrap();
+        assert!(last.content.starts_with("Stop calling tools") && last.content.contains("earlier messages were left out"), "{}", last.content);
+        assert!(last.content.ends_with("The question: Who owns web-03?"), "{}", last.content);
+        assert_eq!(asked.messages[asked.messages.len() - 2], messages[messages.len() - 1], "the last result is kept");
     }
 }

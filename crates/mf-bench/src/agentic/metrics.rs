@@ -5,7 +5,7 @@ use mf_forgetting::Message;
 use serde::{Deserialize, Serialize};
 
 use super::world::World;
-use crate::error::Result;
+use crate::error::{BenchError, Result};
 
 /// Where an expected fact is in the context the final answer was written from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -113,6 +113,52 @@ pub struct AgenticRun {
     pub generated_tokens: u64,
     /// Wall time, ms.
     pub wall_ms: u64,
+    /// Set when the run did not end with an exit of the loop: the harness or
+    /// the loop failed (its `exit` is then [`FAILED`], and its figures are
+    /// not counted in the per-strategy aggregates).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<RunFailure>,
+}
+
+/// The `exit` of a run that failed.
+pub const FAILED: &str = "failed";
+
+/// Why a run failed: the error's kind and its message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunFailure {
+    /// What failed: `model` (the model backend), `loop` (the investigation
+    /// loop, not its model), `setting` (a setting the run could not run
+    /// with: the world's port taken, no route to replay), `io`, `harness`,
+    /// `results`, `cancelled`.
+    pub kind: String,
+    /// The error, as a user reads it.
+    pub message: String,
+}
+
+impl RunFailure {
+    /// The failure of a run that ended on `e`.
+    #[must_use]
+    pub fn of(e: &BenchError) -> RunFailure {
+        let kind = match e {
+            BenchError::Loop(mf_agent::AgentError::Inference(_)) | BenchError::Inference(_) => "model",
+            BenchError::Loop(_) | BenchError::Forgetting(_) => "loop",
+            BenchError::InvalidSetting { .. }
+            | BenchError::NothingChosen(_)
+            | BenchError::RepsOutOfRange { .. }
+            | BenchError::UnknownCondition(_)
+            | BenchError::UnknownScorer(_)
+            | BenchError::ModelFileMissing(_)
+            | BenchError::UnknownScenarios(_)
+            | BenchError::InvalidScenario { .. }
+            | BenchError::NoScenarios(_)
+            | BenchError::Incomparable(_) => "setting",
+            BenchError::ReadDir { .. } | BenchError::ReadFile { .. } | BenchError::WriteFile { .. } => "io",
+            BenchError::NoWorkers | BenchError::WorkerPanicked | BenchError::Thread(_) | BenchError::Runtime(_) => "harness",
+            BenchError::Json(_) | BenchError::Schema(_) => "results",
+            BenchError::Cancelled => "cancelled",
+        };
+        RunFailure { kind: kind.to_owned(), message: e.to_string() }
+    }
 }
 
 fn model_driver() -> String {
@@ -120,6 +166,47 @@ fn model_driver() -> String {
 }
 
 impl AgenticRun {
+    /// The record of a run of `world` under `strategy` that failed: its
+    /// figures are zero, its `exit` is [`FAILED`], `failure` says why.
+    #[must_use]
+    pub fn failed(world: &World, strategy: &str, driver: &str, failure: RunFailure, wall_ms: u64) -> AgenticRun {
+        AgenticRun {
+            world: world.id.clone(),
+            strategy: strategy.to_owned(),
+            driver: driver.to_owned(),
+            rounds: 0,
+            compactions: 0,
+            compactions_done: 0,
+            compactions_refused: 0,
+            compactions_failed: 0,
+            exit: FAILED.to_owned(),
+            exit_detail: format!("{}: {}", failure.kind, failure.message),
+            answer: None,
+            tool_calls: 0,
+            tool_errors: 0,
+            requests: Vec::new(),
+            endpoints_fetched: 0,
+            endpoints_total: world.endpoints.len(),
+            route_total: world.route.len(),
+            route_fetched: 0,
+            probes: Vec::new(),
+            facts_held: 0,
+            facts_fetched: 0,
+            facts_verbatim: 0,
+            facts_in_summary: 0,
+            unsupported_numbers: Vec::new(),
+            confabulated: false,
+            max_prompt_tokens: 0,
+            n_ctx: 0,
+            prompt_tokens: 0,
+            decoded_tokens: 0,
+            reused_tokens: 0,
+            generated_tokens: 0,
+            wall_ms,
+            failure: Some(failure),
+        }
+    }
+
     /// Peak prompt as a share of `C` (0 when `C` is unknown).
     pub fn peak_use(&self) -> f64 {
         if self.n_ctx == 0 { 0.0 } else { f64::from(self.max_prompt_tokens) / f64::from(self.n_ctx) }
@@ -190,6 +277,14 @@ pub struct StrategySummary {
     pub wall_s: f64,
     /// Exit kind → runs.
     pub exits: std::collections::BTreeMap<String, usize>,
+    /// Runs that failed (not counted in `runs` nor in any figure above).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub failed: usize,
+}
+
+/// serde's `skip_serializing_if` takes the field by reference.
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Settings recorded with the results.
@@ -336,7 +431,8 @@ pub fn summarise(runs: &[AgenticRun], strategies: &[super::AgenticStrategy]) -> 
         // A strategy not reached (a run stopped early) gets no row.
         .filter(|s| runs.iter().any(|r| r.strategy == s.as_str()))
         .map(|s| {
-            let rs: Vec<&AgenticRun> = runs.iter().filter(|r| r.strategy == s.as_str()).collect();
+            let failed = runs.iter().filter(|r| r.strategy == s.as_str() && r.failure.is_some()).count();
+            let rs: Vec<&AgenticRun> = runs.iter().filter(|r| r.strategy == s.as_str() && r.failure.is_none()).collect();
             let n = rs.len().max(1) as f64;
             let scores: Vec<f64> = rs.iter().flat_map(|r| r.probes.iter().map(|p| f64::from(p.score))).collect();
             let mut exits = std::collections::BTreeMap::new();
@@ -345,7 +441,7 @@ pub fn summarise(runs: &[AgenticRun], strategies: &[super::AgenticStrategy]) -> 
             }
             StrategySummary {
                 strategy: s.as_str().to_owned(),
-                driver: rs.first().map_or_else(model_driver, |r| r.driver.clone()),
+                driver: runs.iter().find(|r| r.strategy == s.as_str()).map_or_else(model_driver, |r| r.driver.clone()),
                 runs: rs.len(),
                 rounds_mean: rs.iter().map(|r| f64::from(r.rounds)).sum::<f64>() / n,
                 rounds_max: rs.iter().map(|r| r.rounds).max().unwrap_or(0),
@@ -368,6 +464,7 @@ pub fn summarise(runs: &[AgenticRun], strategies: &[super::AgenticStrategy]) -> 
                 reused_tokens: rs.iter().map(|r| r.reused_tokens).sum(),
                 wall_s: rs.iter().map(|r| r.wall_ms as f64 / 1000.0).sum(),
                 exits,
+                failed,
             }
         })
         .collect()
@@ -412,8 +509,11 @@ pub fn markdown(results: &[AgenticResult]) -> String {
         );
         let _ = writeln!(out, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |");
         // Files written before empty rows were left out can hold rows of strategies that never ran.
-        for x in r.summary.iter().filter(|x| x.runs > 0) {
-            let exits: Vec<String> = x.exits.iter().map(|(k, v)| format!("{k} ×{v}")).collect();
+        for x in r.summary.iter().filter(|x| x.runs > 0 || x.failed > 0) {
+            let mut exits: Vec<String> = x.exits.iter().map(|(k, v)| format!("{k} ×{v}")).collect();
+            if x.failed > 0 {
+                exits.push(format!("**{FAILED} ×{}** (not counted in the other columns)", x.failed));
+            }
             let strategy = if x.did_not_compact > 0 && x.did_not_compact == x.runs {
                 format!("{} (did not compact)", x.strategy)
             } else if x.did_not_compact > 0 {
@@ -460,6 +560,19 @@ pub fn markdown(results: &[AgenticResult]) -> String {
         );
         let _ = writeln!(out, "| --- | --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- | --- |");
         for x in &r.runs {
+            if let Some(f) = &x.failure {
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | – | –/{} | – | – | **{FAILED}** ({}) | – | – | – | – | {} |",
+                    x.world,
+                    x.driver,
+                    x.strategy,
+                    x.route_total,
+                    f.kind,
+                    cell(&f.message, 120)
+                );
+                continue;
+            }
             let mut conf: Vec<String> = x.probes.iter().flat_map(|p| p.wrong_found.iter().map(|w| format!("wrong: {w}"))).collect();
             conf.extend(x.unsupported_numbers.iter().map(|n| format!("unsupported: {n}")));
             let gone = x.probes.len().saturating_sub(x.facts_verbatim + x.facts_in_summary);

@@ -33,8 +33,8 @@ use serde::{Deserialize, Serialize};
 
 pub use driver::{Driver, RouteDriven, WatchedTools};
 pub use metrics::{
-    AGENTIC_SCHEMA, AgenticResult, AgenticRun, AgenticSettings, ProbeOutcome, Retention, StrategySummary, judge_answer, markdown, numbers, retention,
-    summarise, validate_agentic,
+    AGENTIC_SCHEMA, AgenticResult, AgenticRun, AgenticSettings, FAILED, ProbeOutcome, Retention, RunFailure, StrategySummary, judge_answer, markdown, numbers,
+    retention, summarise, validate_agentic,
 };
 pub use server::WorldServer;
 pub use world::{DEFAULT_SYSTEM, Endpoint, LoadedWorld, ProbeKind, World, WorldProbe, load_world, load_worlds, parse_world};
@@ -203,6 +203,39 @@ fn exit_kind(reason: &mf_agent::ExitReason) -> String {
     serde_json::to_value(reason).ok().and_then(|v| v.get("kind").and_then(|k| k.as_str().map(str::to_owned))).unwrap_or_default()
 }
 
+/// Runs every world of `worlds` under every strategy of `cfg`, in that
+/// order, each on the backend `prepare` gives just before it (the binary
+/// clears the model's KV cache there). A run that fails — its world cannot
+/// be served, the loop ends on an error — is recorded as a failed run
+/// ([`AgenticRun::failed`]: the error's kind and message) and the next run
+/// runs: one failure does not cost the runs after it. `done` sees the runs
+/// so far after each one (the binary rewrites its results file there).
+///
+/// # Errors
+/// Only what `done` returns (the runs cannot be kept).
+pub fn run_all<E>(
+    rt: &tokio::runtime::Runtime,
+    worlds: &[&World],
+    cfg: &AgenticConfig,
+    prepare: &mut dyn FnMut() -> Result<Arc<dyn Backend>>,
+    done: &mut dyn FnMut(&[AgenticRun]) -> std::result::Result<(), E>,
+) -> std::result::Result<Vec<AgenticRun>, E> {
+    let mut runs = Vec::new();
+    for world in worlds {
+        for &strategy in &cfg.strategies {
+            let t = Instant::now();
+            let run = prepare().and_then(|backend| rt.block_on(run_world(backend, world, strategy, cfg)));
+            let run = run.unwrap_or_else(|e| {
+                let wall_ms = t.elapsed().as_millis() as u64;
+                AgenticRun::failed(world, strategy.as_str(), cfg.driver.as_str(), RunFailure::of(&e), wall_ms)
+            });
+            runs.push(run);
+            done(&runs)?;
+        }
+    }
+    Ok(runs)
+}
+
 /// Runs `world` under `strategy` with the real loop and `cfg.driver`, the
 /// world served on `cfg.port`. A world server that dies mid-run ends the run
 /// with the exit [`WORLD_SERVER_DIED`] (a run, not an error, so the results
@@ -210,7 +243,9 @@ fn exit_kind(reason: &mf_agent::ExitReason) -> String {
 ///
 /// # Errors
 /// The port is taken; the tool registry cannot be built; the world has no
-/// route for the route driver; a model failure the loop cannot turn into an exit.
+/// route for the route driver ([`BenchError::InvalidSetting`]); the loop
+/// ends on an error instead of an exit ([`BenchError::Loop`]); the trace
+/// cannot be written.
 pub async fn run_world(backend: Arc<dyn Backend>, world: &World, strategy: AgenticStrategy, cfg: &AgenticConfig) -> Result<AgenticRun> {
     if cfg.driver == Driver::Route && world.route.is_empty() {
         return Err(BenchError::InvalidSetting { name: "driver", reason: format!("world {} has no route to replay", world.id) });
@@ -246,15 +281,19 @@ pub async fn run_world(backend: Arc<dyn Backend>, world: &World, strategy: Agent
         ..AgentSettings::default()
     };
     let t = Instant::now();
-    let mut agent = Agent::new(driven, watched.clone(), Arc::new(FixedApprover(false)), settings)
-        .map_err(|e| BenchError::InvalidSetting { name: "agent", reason: e.to_string() })?;
+    let mut agent = Agent::new(driven, watched.clone(), Arc::new(FixedApprover(false)), settings).map_err(|e| match e {
+        mf_agent::AgentError::InvalidSetting(reason) => BenchError::InvalidSetting { name: "agent", reason },
+        e => BenchError::Loop(e),
+    })?;
     watched.watch(agent.cancel_token());
     let mut sink = VecSink::default();
-    let out = agent.run(&question, &mut sink).await.map_err(|e| BenchError::InvalidSetting { name: "agent", reason: format!("the loop failed: {e}") })?;
+    let out = agent.run(&question, &mut sink).await;
     let wall_ms = t.elapsed().as_millis() as u64;
+    // The trace of a failed run too: it shows what the loop did up to the failure.
     if let Some(dir) = &cfg.trace {
         write_trace(dir, &format!("{}-{}-{}.jsonl", world.id, strategy.as_str(), cfg.driver.as_str()), &sink.events)?;
     }
+    let out = out.map_err(BenchError::Loop)?;
     let requests = server.requests();
     drop(server);
     let mut seen = format!("{system}\n{question}\n");
@@ -338,6 +377,7 @@ pub async fn run_world(backend: Arc<dyn Backend>, world: &World, strategy: Agent
         reused_tokens,
         generated_tokens,
         wall_ms,
+        failure: None,
     })
 }
 

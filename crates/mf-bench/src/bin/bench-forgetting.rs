@@ -69,7 +69,9 @@ enum Command {
         file: PathBuf,
     },
     /// Live agentic worlds: the real mf-agent loop, once per strategy, against
-    /// a deterministic JSON API served on 127.0.0.1 by this harness.
+    /// a deterministic JSON API served on 127.0.0.1 by this harness. A run
+    /// that fails is a `failed` row of the results and the next one runs;
+    /// the exit code is then 3.
     Agentic(AgenticArgs),
 }
 
@@ -247,7 +249,7 @@ fn main() {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("bench-forgetting: {e:#}");
-            1
+            if e.downcast_ref::<RunsFailed>().is_some() { RunsFailed::EXIT_CODE } else { 1 }
         }
     };
     std::process::exit(code);
@@ -362,61 +364,78 @@ fn run_agentic(a: AgenticArgs) -> Result<()> {
         }
         Ok(json)
     };
-    let mut runs = Vec::new();
-    let mut failure = None;
-    'worlds: for lw in &worlds {
-        for &s in &cfg.strategies {
-            // Every run starts from an empty KV cache: greedy replies after a
-            // reused prefix can differ from a fresh decode, so without this the
-            // first strategy of a world would run under other conditions.
-            session.clear_blocking().context("cannot clear the KV cache")?;
-            let backend: Arc<dyn mf_inference::Backend> = session.clone();
-            match rt.block_on(agentic::run_world(backend, &lw.world, s, &cfg)) {
-                Ok(r) => {
-                    eprintln!(
-                        "[{:>6.0} s] {} · {} · {}: {} rounds, route {}/{}, compactions {} planned / {} done / {} refused, peak {:.0} %, exit {}, facts fetched {} · kept {}+{} · in answer {}/{}{}",
-                        t0.elapsed().as_secs_f64(),
-                        r.world,
-                        r.driver,
-                        r.strategy,
-                        r.rounds,
-                        r.route_fetched,
-                        r.route_total,
-                        r.compactions,
-                        r.compactions_done,
-                        r.compactions_refused,
-                        r.peak_use() * 100.0,
-                        r.exit,
-                        r.facts_fetched,
-                        r.facts_verbatim,
-                        r.facts_in_summary,
-                        r.facts_held,
-                        r.probes.len(),
-                        if r.confabulated { ", confabulated" } else { "" }
-                    );
-                    runs.push(r);
-                    write(&runs)?;
-                }
-                Err(e) => {
-                    // Keep every run that finished; say which one could not run.
-                    eprintln!("{} · {}: {e}", lw.world.id, s.as_str());
-                    failure = Some(anyhow::anyhow!("{} · {}: {e}", lw.world.id, s.as_str()));
-                    break 'worlds;
-                }
-            }
+    let mut clear = || -> mf_bench::Result<Arc<dyn mf_inference::Backend>> {
+        // Every run starts from an empty KV cache: greedy replies after a
+        // reused prefix can differ from a fresh decode, so without this the
+        // first strategy of a world would run under other conditions.
+        session.clear_blocking().map_err(mf_bench::BenchError::Inference)?;
+        let backend: Arc<dyn mf_inference::Backend> = session.clone();
+        Ok(backend)
+    };
+    let mut progress = |runs: &[agentic::AgenticRun]| -> Result<()> {
+        let Some(r) = runs.last() else { return Ok(()) };
+        let at = t0.elapsed().as_secs_f64();
+        match &r.failure {
+            Some(f) => eprintln!("[{at:>6.0} s] {} · {} · {}: FAILED ({}): {}", r.world, r.driver, r.strategy, f.kind, f.message),
+            None => eprintln!(
+                "[{at:>6.0} s] {} · {} · {}: {} rounds, route {}/{}, compactions {} planned / {} done / {} refused, peak {:.0} %, exit {}, facts fetched {} · kept {}+{} · in answer {}/{}{}",
+                r.world,
+                r.driver,
+                r.strategy,
+                r.rounds,
+                r.route_fetched,
+                r.route_total,
+                r.compactions,
+                r.compactions_done,
+                r.compactions_refused,
+                r.peak_use() * 100.0,
+                r.exit,
+                r.facts_fetched,
+                r.facts_verbatim,
+                r.facts_in_summary,
+                r.facts_held,
+                r.probes.len(),
+                if r.confabulated { ", confabulated" } else { "" }
+            ),
         }
-    }
+        write(runs).map(drop)
+    };
+    let worlds: Vec<&agentic::World> = worlds.iter().map(|lw| &lw.world).collect();
+    let runs = agentic::run_all(&rt, &worlds, &cfg, &mut clear, &mut progress)?;
     let json = write(&runs)?;
     if a.json {
         println!("{json}");
     } else {
         print!("{}", agentic::markdown(&serde_json::from_str::<Vec<AgenticResult>>(&json)?));
     }
-    match failure {
-        Some(e) => Err(e.context(format!("stopped after {} run(s); they are in the results", runs.len()))),
-        None => Ok(()),
+    let failed = runs.iter().filter(|r| r.failure.is_some()).count();
+    if failed > 0 {
+        return Err(RunsFailed { failed, total: runs.len() }.into());
+    }
+    Ok(())
+}
+
+/// Some runs of `agentic` failed: each is a `failed` row of the results, the
+/// others ran. Exit code [`RunsFailed::EXIT_CODE`], not the 1 of a run that
+/// could not go on.
+#[derive(Debug)]
+struct RunsFailed {
+    failed: usize,
+    total: usize,
+}
+
+impl RunsFailed {
+    /// The exit code when some runs failed and the rest ran.
+    const EXIT_CODE: i32 = 3;
+}
+
+impl std::fmt::Display for RunsFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} of {} runs failed; each is a `failed` row of the results, the other runs ran", self.failed, self.total)
     }
 }
+
+impl std::error::Error for RunsFailed {}
 
 fn load_model(spec: &ModelSpec, a: &RunArgs, threads: Option<i32>) -> Result<Model> {
     match (&spec.ollama, &spec.openai) {
