@@ -35,7 +35,7 @@ pub const MAX_LINE_BYTES: usize = 16 << 20;
 pub const STDERR_LINES: usize = 12;
 /// Characters kept of one stderr line, and of a malformed line.
 const SAMPLE_CHARS: usize = 200;
-/// Bytes kept of one stderr line as it arrives: [`SAMPLE_CHARS`] characters
+/// Bytes kept of one stderr line as it arrives: 200 characters (`SAMPLE_CHARS`)
 /// of up to 4 bytes each, all that is ever shown of it. The rest of the line
 /// is counted, not kept: stderr is read in chunks, never a whole line at a
 /// time, so a line with no newline costs this much whatever its length
