@@ -11,8 +11,9 @@ use crate::events::{AgentEvent, EventSink, ExitReason, Gauge};
 
 /// What one compaction step gave the loop.
 pub(super) enum Compacted {
-    /// The history after it, measured.
-    Done(Vec<Message>, Gauge),
+    /// The history after it, measured, and its target in prompt tokens
+    /// (none when it was refused: the history is kept as it was).
+    Done(Vec<Message>, Gauge, Option<u32>),
     /// The budget could not be restored: the loop ends with this reason.
     Exit(ExitReason),
 }
@@ -118,6 +119,8 @@ impl Agent {
             Ok(mut c) => {
                 let g2 = self.gauge(&c.messages).await?;
                 let ms = u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX);
+                let refused = c.report.kept_original.is_some() || c.report.declined.is_some();
+                let goal = (!refused).then(|| target(&c.report, g.threshold, room));
                 c.report.notes.push(target_note(&c.report, g.threshold, room, g2.prompt_tokens));
                 sink.emit(&AgentEvent::compaction_finished(
                     round,
@@ -128,7 +131,7 @@ impl Agent {
                     ms,
                 ));
                 sink.emit(&AgentEvent::Gauge { gauge: g2, forecast: self.forecast(&g2) });
-                Ok(Compacted::Done(c.messages, g2))
+                Ok(Compacted::Done(c.messages, g2, goal))
             }
             Err(e) => {
                 sink.emit(&AgentEvent::CompactionFailed { round, message: e.to_string() });

@@ -12,11 +12,13 @@ use crate::error::AgentError;
 use crate::events::{AgentEvent, EventSink, ExitReason, Purpose};
 use crate::tools::{FailureKind, ToolFailure};
 
-/// Compactions a round may run after the first when the prompt and the
-/// reply reserve still do not fit `C` (a summary longer than planned, a
-/// template that counts more than the messages): without them the round
-/// would end the run on the first overshoot; each must shrink the prompt or
-/// the next is not tried. Two give a nested summary its second chance; more
+/// Compactions a round may run after the first when the prompt is still
+/// over the compaction's target or does not leave the reply reserve (the
+/// model counts the whole prompt, the plan its messages one by one: a
+/// template can add more around a summary than the summary counts alone):
+/// without them the round would go on over its target, or end the run on
+/// the first overshoot of the window; each must shrink the prompt or the
+/// next is not tried. Two give a nested summary its second chance; more
 /// would only repeat passes that took nothing more.
 const EXTRA_COMPACTIONS: u32 = 2;
 
@@ -148,14 +150,17 @@ impl Agent {
         sink.emit(&AgentEvent::Gauge { gauge: g, forecast: self.forecast(&g) });
         let threshold = self.threshold();
         let room = self.backend.context_size().saturating_sub(self.settings.reserve);
-        // Compact when over the threshold; then, while the prompt and the
-        // reply reserve still do not fit the window, compact again.
+        // Compact when over the threshold; then again while the prompt is
+        // over the last compaction's target (the model's count of the whole
+        // prompt can exceed the plan's count of its messages) or does not
+        // leave the reply reserve.
         let mut passes = 0u32;
+        let mut over_target = false;
         while self.settings.strategy != StrategyKind::None && passes <= EXTRA_COMPACTIONS {
             let wanted = if passes == 0 {
                 self.budget().should_compact(g.prompt_tokens as usize, p.history.len())
             } else {
-                g.prompt_tokens > room && p.history.len() > mf_forgetting::budget::MIN_MESSAGES_TO_COMPACT
+                (over_target || g.prompt_tokens > room) && p.history.len() > mf_forgetting::budget::MIN_MESSAGES_TO_COMPACT
             };
             if !wanted {
                 break;
@@ -163,7 +168,7 @@ impl Agent {
             passes += 1;
             p.compactions += 1;
             match self.compact(&p.history, g, p.rounds, sink).await? {
-                Compacted::Done(h2, g2) => {
+                Compacted::Done(h2, g2, goal) => {
                     let ev = ExitEvent::Compaction {
                         tokens_before: g.prompt_tokens as usize,
                         tokens_after: g2.prompt_tokens as usize,
@@ -176,17 +181,22 @@ impl Agent {
                     sink.history(&p.history);
                     // The guards (too little freed, compactions without a new
                     // tool result) judge the round's compaction; a pass that
-                    // only makes it fit is part of it, not a loop.
+                    // only brings it to its target is part of it, not a loop.
                     if passes == 1
                         && let Some(r) = p.monitor.observe(&ev)
                     {
                         return Ok(Round::Exit(ExitReason::from(r)));
                     }
+                    over_target = goal.is_some_and(|t| g.prompt_tokens > t);
                     if !shrank {
                         // Refused, or nothing left to take: another pass would do the same.
                         break;
                     }
                 }
+                // A further pass that cannot restore the budget (the event
+                // says so) leaves the history as the pass before left it,
+                // which still goes on when it fits.
+                Compacted::Exit(_) if passes > 1 && g.prompt_tokens <= room => break,
                 Compacted::Exit(reason) => return Ok(Round::Exit(reason)),
             }
         }
