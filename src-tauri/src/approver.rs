@@ -8,9 +8,10 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use mf_agent::Approver;
+pub use mf_agent::Scope;
+use mf_agent::{Approver, Decision};
 use mf_tools::mcp::McpToolRef;
-use mf_tools::policy::{Approval, ApprovalRequest};
+use mf_tools::policy::ApprovalRequest;
 use tokio::sync::oneshot;
 
 use crate::error::{CmdResult, CommandError};
@@ -18,35 +19,18 @@ use crate::error::{CmdResult, CommandError};
 /// How long a call waits for the user before it is denied.
 pub const APPROVAL_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// What an answer covers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
-    /// This call only.
-    Call,
-    /// An approval also lets later calls to the same host run unasked for
-    /// the rest of the session.
-    Host,
-    /// For a tool from an MCP server: the answer (approve or deny) holds for
-    /// every later call of that server's tool, and is kept in the settings.
-    Tool,
-}
-
 /// A call waiting for its answer.
 #[derive(Debug)]
 struct Pending {
     args_sha256: String,
     mcp: Option<McpToolRef>,
-    tx: oneshot::Sender<bool>,
+    tx: oneshot::Sender<(bool, Scope)>,
 }
 
 /// Pending approvals of one investigation.
 #[derive(Debug)]
 pub struct UiApprover {
     pending: Mutex<HashMap<String, Pending>>,
-    /// Calls approved with "allow this host for the session".
-    host_scoped: Mutex<std::collections::HashSet<String>>,
-    /// Calls answered "always" for their MCP server and tool.
-    tool_scoped: Mutex<std::collections::HashSet<String>>,
     timeout: Duration,
 }
 
@@ -54,7 +38,7 @@ impl UiApprover {
     /// An approver whose questions expire after `timeout`.
     #[must_use]
     pub fn new(timeout: Duration) -> Self {
-        Self { pending: Mutex::new(HashMap::new()), host_scoped: Mutex::default(), tool_scoped: Mutex::default(), timeout }
+        Self { pending: Mutex::new(HashMap::new()), timeout }
     }
 
     /// The user's answer to call `call_id`, shown with `args_sha256`.
@@ -94,17 +78,9 @@ impl UiApprover {
                 })?),
                 Scope::Call | Scope::Host => None,
             };
-        let set = match scope {
-            Scope::Host if approved => Some(&self.host_scoped),
-            Scope::Tool => Some(&self.tool_scoped),
-            _ => None,
-        };
-        if let Some(Ok(mut ids)) = set.map(Mutex::lock) {
-            ids.insert(call_id.to_owned());
-        }
         if let Some(w) = p.remove(call_id) {
             // The loop may have stopped meanwhile; then nothing waits.
-            let _ = w.tx.send(approved);
+            let _ = w.tx.send((approved, scope));
         }
         Ok(remembered)
     }
@@ -113,14 +89,14 @@ impl UiApprover {
     pub fn deny_all(&self) {
         if let Ok(mut p) = self.pending.lock() {
             for (_, w) in p.drain() {
-                let _ = w.tx.send(false);
+                let _ = w.tx.send((false, Scope::Call));
             }
         }
     }
 }
 
 impl Approver for UiApprover {
-    fn decide<'a>(&'a self, r: &'a ApprovalRequest) -> BoxFuture<'a, Option<Approval>> {
+    fn decide<'a>(&'a self, r: &'a ApprovalRequest) -> BoxFuture<'a, Option<Decision>> {
         let (tx, rx) = oneshot::channel();
         let parked =
             self.pending.lock().map(|mut p| p.insert(r.call_id.clone(), Pending { args_sha256: r.args_sha256.clone(), mcp: r.mcp.clone(), tx })).is_ok();
@@ -133,20 +109,11 @@ impl Approver for UiApprover {
                 p.remove(&r.call_id);
             }
             match answer {
-                Ok(Ok(true)) => Some(r.approve()),
-                Ok(Ok(false)) => Some(r.deny()),
+                Ok(Ok((approved, scope))) => Some(Decision::new(r, approved, scope)),
                 // Timed out, or the sender was dropped: no answer.
                 _ => None,
             }
         })
-    }
-
-    fn remembers_host(&self, call_id: &str) -> bool {
-        self.host_scoped.lock().is_ok_and(|mut h| h.remove(call_id))
-    }
-
-    fn remembers_tool(&self, call_id: &str) -> bool {
-        self.tool_scoped.lock().is_ok_and(|mut h| h.remove(call_id))
     }
 }
 
@@ -154,7 +121,7 @@ impl Approver for UiApprover {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
-    use mf_tools::policy::Decision;
+    use mf_tools::policy::Decision as Verdict;
     use std::sync::Arc;
 
     fn req() -> ApprovalRequest {
@@ -181,8 +148,9 @@ mod tests {
         assert_eq!(a.answer("call_9", &r.args_sha256, true).unwrap_err().code, "no_pending_approval");
         a.answer("call_1", &r.args_sha256, true).unwrap();
         let got = waiting.await.unwrap().unwrap();
-        assert_eq!(got.decision, Decision::Approved);
-        assert_eq!(got.args_sha256, r.args_sha256);
+        assert_eq!(got.approval.decision, Verdict::Approved);
+        assert_eq!(got.approval.args_sha256, r.args_sha256);
+        assert_eq!(got.scope, Scope::Call);
         // Answered once: a second answer finds nothing.
         assert_eq!(a.answer("call_1", &r.args_sha256, false).unwrap_err().code, "no_pending_approval");
     }
@@ -195,13 +163,13 @@ mod tests {
         let waiting = tokio::spawn(async move { a2.decide(&r2).await });
         wait_parked(&a).await;
         a.answer("call_1", &r.args_sha256, false).unwrap();
-        assert_eq!(waiting.await.unwrap().unwrap().decision, Decision::Denied);
+        assert_eq!(waiting.await.unwrap().unwrap().approval.decision, Verdict::Denied);
 
         let (a2, r2) = (a.clone(), r.clone());
         let waiting = tokio::spawn(async move { a2.decide(&r2).await });
         wait_parked(&a).await;
         a.deny_all();
-        assert_eq!(waiting.await.unwrap().unwrap().decision, Decision::Denied);
+        assert_eq!(waiting.await.unwrap().unwrap().approval.decision, Verdict::Denied);
     }
 
     #[tokio::test(start_paused = true)]
@@ -229,10 +197,9 @@ mod tests {
         a.answer_scoped("call_2", &r2.args_sha256, true, Scope::Host).unwrap();
         a.answer("call_1", &r1.args_sha256, false).unwrap();
         let (one, two) = (first.await.unwrap().unwrap(), second.await.unwrap().unwrap());
-        assert_eq!((one.call_id.as_str(), one.decision), ("call_1", Decision::Denied));
-        assert_eq!((two.call_id.as_str(), two.decision), ("call_2", Decision::Approved));
-        assert!(a.remembers_host("call_2"), "the second was approved for its host");
-        assert!(!a.remembers_host("call_1") && !a.remembers_host("call_2"), "asked once, then forgotten");
+        assert_eq!((one.approval.call_id.as_str(), one.approval.decision, one.scope), ("call_1", Verdict::Denied, Scope::Call));
+        assert_eq!((two.approval.call_id.as_str(), two.approval.decision), ("call_2", Verdict::Approved));
+        assert_eq!(two.scope, Scope::Host, "the second was approved for its host");
     }
 
     #[tokio::test]
@@ -252,10 +219,10 @@ mod tests {
         }
         assert_eq!(a.answer_scoped("call_1", &h.args_sha256, true, Scope::Tool).unwrap_err().code, "invalid_argument");
         assert_eq!(a.answer_scoped("call_3", &r.args_sha256, false, Scope::Tool).unwrap(), Some(origin));
-        assert_eq!(waiting.await.unwrap().unwrap().decision, Decision::Denied);
-        assert!(a.remembers_tool("call_3") && !a.remembers_tool("call_3"), "asked once, then forgotten");
+        let d = waiting.await.unwrap().unwrap();
+        assert_eq!((d.approval.decision, d.scope), (Verdict::Denied, Scope::Tool), "the denial holds for the tool");
         a.answer("call_1", &h.args_sha256, true).unwrap();
-        assert_eq!(http.await.unwrap().unwrap().decision, Decision::Approved);
-        assert!(!a.remembers_tool("call_1"));
+        let d = http.await.unwrap().unwrap();
+        assert_eq!((d.approval.decision, d.scope), (Verdict::Approved, Scope::Call));
     }
 }

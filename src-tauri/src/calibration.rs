@@ -57,8 +57,7 @@ pub fn calibration(state: State<'_, AppState>) -> CmdResult<Option<Calibration>>
 /// Unreadable settings.
 pub fn stored(state: &AppState) -> CmdResult<Option<Calibration>> {
     let s = state.settings()?;
-    // Settings whose engine cannot run have no calibration to show.
-    let Ok(engine) = EngineChoice::resolve(&s) else { return Ok(None) };
+    let engine = EngineChoice::named(&s);
     Ok(calibrate::load_stored(&data_dir(state), &calibrate::model_key(&EngineSpec::from(&engine))))
 }
 

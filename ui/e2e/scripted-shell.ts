@@ -212,8 +212,8 @@ export class ScriptedShell {
         return null;
       case 'list_investigations':
         return [
-          { id: 2, question: 'Is us-east still failing?', status: 'interrupted', exit_reason: null, created: 1764752400, events: 14 },
-          { id: 1, question: 'Which region has the most 5xx errors?', status: 'finished', exit_reason: 'final answer', created: 1764748800, events: 37 },
+          { id: 2, question: 'Is us-east still failing?', status: 'interrupted', exit_reason: null, exit_kind: null, resumable: true, created: 1764752400, events: 14 },
+          { id: 1, question: 'Which region has the most 5xx errors?', status: 'finished', exit_reason: 'final answer', exit_kind: 'final_answer', resumable: false, created: 1764748800, events: 37 },
         ];
       case 'investigation_events':
         // The stored events: the script as it ran (id 1), or cut by the app's end after two rounds (id 2).

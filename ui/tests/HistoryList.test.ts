@@ -1,14 +1,14 @@
 import { describe, expect, it, vi } from 'vitest';
 import { fireEvent, render, screen, within } from '@testing-library/svelte';
 import HistoryList from '../src/lib/components/HistoryList.svelte';
-import { ApiError } from '../src/lib/api';
+import { ApiError, type InvestigationRow } from '../src/lib/api';
 import { mockApi } from './fixtures';
 
-const rows = [
-  { id: 2, question: 'Who owns disk sdb?', status: 'interrupted', exit_reason: null, created: 1_764_750_000, events: 31 },
-  { id: 1, question: 'Row count?', status: 'finished', exit_reason: 'final answer', created: 1_764_740_000, events: 12 },
-  { id: 3, question: 'Stopped one', status: 'finished', exit_reason: 'cancelled', created: 1_764_730_000, events: 9 },
-  { id: 4, question: 'Capped one', status: 'finished', exit_reason: 'safety cap of 5 rounds', created: 1_764_720_000, events: 40 },
+const rows: InvestigationRow[] = [
+  { id: 2, question: 'Who owns disk sdb?', status: 'interrupted', exit_reason: null, exit_kind: null, resumable: true, created: 1_764_750_000, events: 31 },
+  { id: 1, question: 'Row count?', status: 'finished', exit_reason: 'final answer', exit_kind: 'final_answer', resumable: false, created: 1_764_740_000, events: 12 },
+  { id: 3, question: 'Stopped one', status: 'finished', exit_reason: 'cancelled', exit_kind: 'cancelled', resumable: true, created: 1_764_730_000, events: 9 },
+  { id: 4, question: 'Capped one', status: 'finished', exit_reason: 'safety cap of 5 rounds', exit_kind: 'safety_cap', resumable: true, created: 1_764_720_000, events: 40 },
 ];
 
 describe('HistoryList', () => {

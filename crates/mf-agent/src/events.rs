@@ -310,6 +310,8 @@ mod tests {
             McpOrigin::decl(&cfg),
             crate::session::KvMiss::decl(&cfg),
             AgentEvent::decl(&cfg),
+            crate::store::SessionStatus::decl(&cfg),
+            crate::store::InvestigationRow::decl(&cfg),
         ] {
             out.push_str("export ");
             out.push_str(decl.trim());

@@ -37,4 +37,4 @@ pub use engine::{EngineChoice, EngineKind, EngineSpec, KeySource};
 pub use session::{KvMiss, Launch, Resume, RunSpec, Sessions, ToolsSpec};
 pub use settings::{ApprovalMode, RunSettings, SettingError, SettingErrors, ToolApprovals};
 pub use store::{InvestigationRow, SessionStatus, Store, StoreSink};
-pub use tools::{Approver, FailureKind, FixedApprover, NoAnswer, ToolFailure, ToolReply, ToolRunner};
+pub use tools::{Approver, Decision, FailureKind, FixedApprover, NoAnswer, Scope, ToolFailure, ToolReply, ToolRunner};

@@ -319,6 +319,13 @@ impl EngineChoice {
         let engine = resolve_engine(s, &mut e);
         e.into_result(|| engine)
     }
+
+    /// The engine the settings name, unchecked: to look up what is kept for
+    /// it (a calibration) whether or not it would run now.
+    #[must_use]
+    pub fn named(s: &RunSettings) -> EngineChoice {
+        resolve_engine(s, &mut SettingErrors::default())
+    }
 }
 
 impl ToolsSpec {

@@ -12,6 +12,7 @@ use crate::events::{AgentEvent, EventSink};
 
 /// Where an investigation stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum SessionStatus {
     /// Its loop is running (in the process recorded with it).
@@ -55,6 +56,7 @@ impl std::fmt::Display for SessionStatus {
 
 /// One investigation as listed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct InvestigationRow {
     /// Its id.
     pub id: i64,
@@ -62,8 +64,15 @@ pub struct InvestigationRow {
     pub question: String,
     /// Where it stands.
     pub status: SessionStatus,
-    /// The exit reason, when finished.
+    /// The exit reason for people (or why it failed).
     pub exit_reason: Option<String>,
+    /// The exit reason's kind (`ExitReason`'s `kind` tag), when finished.
+    #[serde(default)]
+    pub exit_kind: Option<String>,
+    /// Whether it can be continued as it stood: interrupted, failed,
+    /// cancelled or cut by the safety cap.
+    #[serde(default)]
+    pub resumable: bool,
     /// Unix seconds.
     pub created: i64,
     /// Events stored.
@@ -110,6 +119,19 @@ impl Store {
                 investigation INTEGER NOT NULL, seq INTEGER NOT NULL, json TEXT NOT NULL,
                 PRIMARY KEY (investigation, seq));",
         )?;
+        // Stores made before the exit's kind was kept beside its text: add
+        // the column and fill it from each run's stored exit event.
+        let has_kind = conn.prepare("SELECT exit_kind FROM investigations LIMIT 0").is_ok();
+        if !has_kind {
+            conn.execute_batch(
+                "ALTER TABLE investigations ADD COLUMN exit_kind TEXT;
+                 UPDATE investigations SET exit_kind = (
+                     SELECT json_extract(e.json, '$.reason.kind') FROM events e
+                     WHERE e.investigation = investigations.id AND json_extract(e.json, '$.type') = 'exit'
+                     ORDER BY e.seq DESC LIMIT 1)
+                 WHERE status = 'finished';",
+            )?;
+        }
         Ok(Self { conn })
     }
 
@@ -136,7 +158,10 @@ impl Store {
             params![id, json],
         )?;
         if let AgentEvent::Exit { reason, .. } = event {
-            self.conn.execute("UPDATE investigations SET status = 'finished', exit_reason = ?2 WHERE id = ?1", params![id, reason.describe()])?;
+            self.conn.execute(
+                "UPDATE investigations SET status = 'finished', exit_reason = ?2, exit_kind = ?3 WHERE id = ?1",
+                params![id, reason.describe(), reason.kind()],
+            )?;
         }
         Ok(())
     }
@@ -174,7 +199,7 @@ impl Store {
     /// # Errors
     /// SQLite errors.
     pub fn mark_failed(&self, id: i64, why: &str) -> Result<(), AgentError> {
-        self.conn.execute("UPDATE investigations SET status = 'failed', exit_reason = ?2 WHERE id = ?1", params![id, why])?;
+        self.conn.execute("UPDATE investigations SET status = 'failed', exit_reason = ?2, exit_kind = NULL WHERE id = ?1", params![id, why])?;
         Ok(())
     }
 
@@ -185,15 +210,24 @@ impl Store {
     pub fn list(&self) -> Result<Vec<InvestigationRow>, AgentError> {
         let mut st = self.conn.prepare(
             "SELECT i.id, i.question, i.status, i.exit_reason, i.created,
-                    (SELECT COUNT(*) FROM events e WHERE e.investigation = i.id)
+                    (SELECT COUNT(*) FROM events e WHERE e.investigation = i.id), i.exit_kind
              FROM investigations i ORDER BY i.id DESC",
         )?;
         let rows = st.query_map([], |r| {
+            let status = SessionStatus::parse(&r.get::<_, String>(2)?);
+            let exit_kind: Option<String> = r.get(6)?;
+            let resumable = match status {
+                SessionStatus::Interrupted | SessionStatus::Failed => true,
+                SessionStatus::Finished => exit_kind.as_deref().is_some_and(crate::events::ExitReason::resumable_kind),
+                SessionStatus::Running => false,
+            };
             Ok(InvestigationRow {
                 id: r.get(0)?,
                 question: r.get(1)?,
-                status: SessionStatus::parse(&r.get::<_, String>(2)?),
+                status,
                 exit_reason: r.get(3)?,
+                exit_kind,
+                resumable,
                 created: r.get(4)?,
                 events: r.get(5)?,
             })
@@ -250,8 +284,10 @@ impl Store {
     /// # Errors
     /// SQLite errors.
     pub fn mark_running(&self, id: i64) -> Result<(), AgentError> {
-        self.conn
-            .execute("UPDATE investigations SET status = 'running', exit_reason = NULL, pid = ?2 WHERE id = ?1", params![id, i64::from(std::process::id())])?;
+        self.conn.execute(
+            "UPDATE investigations SET status = 'running', exit_reason = NULL, exit_kind = NULL, pid = ?2 WHERE id = ?1",
+            params![id, i64::from(std::process::id())],
+        )?;
         Ok(())
     }
 

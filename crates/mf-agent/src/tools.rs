@@ -168,6 +168,14 @@ pub trait ToolRunner: Send + Sync {
         Err(ToolFailure::new(FailureKind::Tool("unsupported".into()), format!("these tools cannot remember an answer for {name}")))
     }
 
+    /// Text the user wrote (the system prompt they set, the question, a
+    /// follow-up): what it names an `http` call may repeat without it
+    /// counting as data (mf-tools' sending rule, [`ToolRegistry::supplied_by_user`]).
+    /// Runners without that rule ignore it.
+    fn supplied_by_user(&self, text: &str) {
+        let _ = text;
+    }
+
     /// Runs one call; `approval` is required for calls that asked.
     fn run<'a>(&'a self, call_id: &'a str, name: &'a str, args_json: &'a str, approval: Option<&'a Approval>) -> BoxFuture<'a, Result<ToolReply, ToolFailure>>;
 }
@@ -183,6 +191,10 @@ impl ToolRunner for ToolRegistry {
 
     fn approve_host(&self, host: &str) -> Result<(), ToolFailure> {
         ToolRegistry::approve_host(self, host).map(|_| ()).map_err(ToolFailure::from)
+    }
+
+    fn supplied_by_user(&self, text: &str) {
+        ToolRegistry::supplied_by_user(self, text);
     }
 
     fn remember_tool(&self, name: &str, approve: bool) -> Result<(), ToolFailure> {
@@ -210,23 +222,59 @@ impl ToolRunner for ToolRegistry {
     }
 }
 
+/// How far an answer to a call that asked reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// This call only.
+    #[default]
+    Call,
+    /// An approval also lets later calls to the same host run unasked for
+    /// the rest of the session.
+    Host,
+    /// For a tool from an MCP server: the answer (approve or deny) holds for
+    /// every later call of that server's tool in the session (a face may
+    /// also keep it in its settings).
+    Tool,
+}
+
+/// An answer to a call that asked, with how far it reaches. The loop does
+/// the remembering (the host approved for the session, the MCP tool's
+/// answer), so every face's approver only says what the user chose.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// The answer, bound to the call and its argument hash.
+    pub approval: Approval,
+    /// How far it reaches.
+    pub scope: Scope,
+}
+
+impl Decision {
+    /// The answer `approved` to `r`, reaching as far as `scope` where the
+    /// request allows it: [`Scope::Host`] only for an approval of a call
+    /// that names a host, [`Scope::Tool`] only for a tool from an MCP
+    /// server; otherwise this call only.
+    #[must_use]
+    pub fn new(r: &ApprovalRequest, approved: bool, scope: Scope) -> Self {
+        let scope = match scope {
+            Scope::Host if approved && r.host.is_some() => Scope::Host,
+            Scope::Tool if r.mcp.is_some() => Scope::Tool,
+            _ => Scope::Call,
+        };
+        Decision { approval: if approved { r.approve() } else { r.deny() }, scope }
+    }
+
+    /// Whether the call may run.
+    #[must_use]
+    pub fn approved(&self) -> bool {
+        self.approval.decision == mf_tools::policy::Decision::Approved
+    }
+}
+
 /// Decides on calls whose policy is `ask`. `None` (no answer) is a denial.
 pub trait Approver: Send + Sync {
-    /// Decides.
-    fn decide<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Option<Approval>>;
-
-    /// Whether the approval just given for `call_id` was for its host for
-    /// the rest of the session (asked after an approving [`Approver::decide`]).
-    fn remembers_host(&self, _call_id: &str) -> bool {
-        false
-    }
-
-    /// Whether the answer just given for `call_id` (approve or deny) is to be
-    /// remembered for its MCP server and tool (asked after [`Approver::decide`],
-    /// only for calls whose request names an MCP origin).
-    fn remembers_tool(&self, _call_id: &str) -> bool {
-        false
-    }
+    /// Decides, and says how far the answer reaches.
+    fn decide<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Option<Decision>>;
 }
 
 /// Always the same answer (`--approve auto|deny` for calls that ask).
@@ -234,8 +282,8 @@ pub trait Approver: Send + Sync {
 pub struct FixedApprover(pub bool);
 
 impl Approver for FixedApprover {
-    fn decide<'a>(&'a self, r: &'a ApprovalRequest) -> BoxFuture<'a, Option<Approval>> {
-        let d = if self.0 { r.approve() } else { r.deny() };
+    fn decide<'a>(&'a self, r: &'a ApprovalRequest) -> BoxFuture<'a, Option<Decision>> {
+        let d = Decision::new(r, self.0, Scope::Call);
         Box::pin(async move { Some(d) })
     }
 }
@@ -245,7 +293,7 @@ impl Approver for FixedApprover {
 pub struct NoAnswer;
 
 impl Approver for NoAnswer {
-    fn decide<'a>(&'a self, _r: &'a ApprovalRequest) -> BoxFuture<'a, Option<Approval>> {
+    fn decide<'a>(&'a self, _r: &'a ApprovalRequest) -> BoxFuture<'a, Option<Decision>> {
         Box::pin(async { None })
     }
 }

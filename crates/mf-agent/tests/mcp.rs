@@ -140,13 +140,10 @@ struct Always {
 }
 
 impl Approver for Always {
-    fn decide<'a>(&'a self, r: &'a mf_tools::policy::ApprovalRequest) -> BoxFuture<'a, Option<mf_tools::policy::Approval>> {
+    fn decide<'a>(&'a self, r: &'a mf_tools::policy::ApprovalRequest) -> BoxFuture<'a, Option<mf_agent::Decision>> {
         *self.asked.lock().unwrap() += 1;
-        let d = if self.approve { r.approve() } else { r.deny() };
+        let d = mf_agent::Decision::new(r, self.approve, mf_agent::Scope::Tool);
         Box::pin(async move { Some(d) })
-    }
-    fn remembers_tool(&self, _call_id: &str) -> bool {
-        true
     }
 }
 

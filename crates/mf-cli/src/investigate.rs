@@ -10,10 +10,11 @@ use anyhow::Context as _;
 use futures::future::BoxFuture;
 use mf_agent::engine::EngineArgs;
 use mf_agent::{
-    AgentEvent, Approver, DeltaSource, EventSink, FixedApprover, Launch, Resume, RunSettings, RunSpec, Sessions, SettingErrors, SummaryPass, ToolsSpec,
+    AgentEvent, Approver, Decision, DeltaSource, EventSink, FixedApprover, Launch, Resume, RunSettings, RunSpec, Scope, Sessions, SettingErrors, SummaryPass,
+    ToolsSpec,
 };
 use mf_forgetting::StrategyKind;
-use mf_tools::policy::{Approval, ApprovalRequest};
+use mf_tools::policy::ApprovalRequest;
 use mf_tools::{Requirement, ToolRegistry, ToolSettings};
 
 use crate::UsageError;
@@ -170,17 +171,24 @@ fn parse_answer(line: &str, r: &ApprovalRequest) -> Answer {
     }
 }
 
-/// Asks on the terminal (see [`choices`]); anything else is a denial.
-#[derive(Default)]
-struct TerminalApprover {
-    /// Calls approved for their host for the rest of the run (asked once by the loop).
-    host_scoped: std::sync::Mutex<std::collections::HashSet<String>>,
-    /// Calls whose answer is remembered for their MCP tool.
-    tool_scoped: std::sync::Mutex<std::collections::HashSet<String>>,
+impl Answer {
+    /// The decision this answer is for `r`.
+    fn decision(self, r: &ApprovalRequest) -> Decision {
+        match self {
+            Answer::Yes => Decision::new(r, true, Scope::Call),
+            Answer::Host => Decision::new(r, true, Scope::Host),
+            Answer::Always => Decision::new(r, true, Scope::Tool),
+            Answer::No => Decision::new(r, false, Scope::Call),
+            Answer::Never => Decision::new(r, false, Scope::Tool),
+        }
+    }
 }
 
+/// Asks on the terminal (see [`choices`]); anything else is a denial.
+struct TerminalApprover;
+
 impl Approver for TerminalApprover {
-    fn decide<'a>(&'a self, r: &'a ApprovalRequest) -> BoxFuture<'a, Option<Approval>> {
+    fn decide<'a>(&'a self, r: &'a ApprovalRequest) -> BoxFuture<'a, Option<Decision>> {
         let r = r.clone();
         Box::pin(async move {
             if !std::io::stdin().is_terminal() {
@@ -197,26 +205,8 @@ impl Approver for TerminalApprover {
             .await
             .ok()
             .flatten()?;
-            let remember = |set: &std::sync::Mutex<std::collections::HashSet<String>>| {
-                if let Ok(mut s) = set.lock() {
-                    s.insert(r.call_id.clone());
-                }
-            };
-            match answer {
-                Answer::Host => remember(&self.host_scoped),
-                Answer::Always | Answer::Never => remember(&self.tool_scoped),
-                Answer::Yes | Answer::No => {}
-            }
-            Some(if matches!(answer, Answer::Yes | Answer::Host | Answer::Always) { r.approve() } else { r.deny() })
+            Some(answer.decision(&r))
         })
-    }
-
-    fn remembers_host(&self, call_id: &str) -> bool {
-        self.host_scoped.lock().is_ok_and(|mut h| h.remove(call_id))
-    }
-
-    fn remembers_tool(&self, call_id: &str) -> bool {
-        self.tool_scoped.lock().is_ok_and(|mut h| h.remove(call_id))
     }
 }
 
@@ -224,7 +214,7 @@ fn approver(mode: ApproveMode) -> Arc<dyn Approver> {
     match mode {
         ApproveMode::Auto => Arc::new(FixedApprover(true)),
         ApproveMode::Deny => Arc::new(FixedApprover(false)),
-        ApproveMode::Ask => Arc::new(TerminalApprover::default()),
+        ApproveMode::Ask => Arc::new(TerminalApprover),
     }
 }
 
@@ -534,6 +524,9 @@ pub struct ToolCmdArgs {
 /// Runs `mf tool`. Returns whether the tool succeeded.
 pub async fn tool(a: ToolCmdArgs) -> anyhow::Result<bool> {
     let registry = ToolRegistry::new(a.tools.settings()?).await.context("setting up the tools")?;
+    // The user typed this call whole: what it sends is theirs, not data
+    // taken from the workspace (the host is still checked against the allow-list).
+    registry.supplied_by_user(&a.args);
     let call_id = "cli";
     let approval = match registry.requirement(call_id, &a.name, &a.args) {
         Err(e) => {
@@ -541,7 +534,7 @@ pub async fn tool(a: ToolCmdArgs) -> anyhow::Result<bool> {
             return Ok(false);
         }
         Ok(Requirement::Auto) => None,
-        Ok(Requirement::Ask(req)) => approver(a.tools.approve).decide(&req).await,
+        Ok(Requirement::Ask(req)) => approver(a.tools.approve).decide(&req).await.map(|d| d.approval),
     };
     match registry.run(call_id, &a.name, &a.args, approval.as_ref()).await {
         Ok(out) => {
@@ -673,12 +666,20 @@ mod tests {
     }
 
     #[test]
-    fn remembered_answers_are_reported_once_per_call() {
-        let a = TerminalApprover::default();
-        a.host_scoped.lock().unwrap().insert("call_1".into());
-        a.tool_scoped.lock().unwrap().insert("call_2".into());
-        assert!(a.remembers_host("call_1") && !a.remembers_host("call_1"));
-        assert!(!a.remembers_tool("call_1"));
-        assert!(a.remembers_tool("call_2") && !a.remembers_tool("call_2"));
+    fn each_answer_carries_its_scope_where_the_call_allows_it() {
+        let scoped = |a: Answer, r: &ApprovalRequest| {
+            let d = a.decision(r);
+            (d.approved(), d.scope)
+        };
+        let http = request(Some("api.example.com"), false);
+        assert_eq!(scoped(Answer::Yes, &http), (true, Scope::Call));
+        assert_eq!(scoped(Answer::Host, &http), (true, Scope::Host));
+        assert_eq!(scoped(Answer::No, &http), (false, Scope::Call));
+        let tool = request(None, true);
+        assert_eq!(scoped(Answer::Always, &tool), (true, Scope::Tool));
+        assert_eq!(scoped(Answer::Never, &tool), (false, Scope::Tool));
+        // A scope the request cannot have narrows to this call.
+        assert_eq!(scoped(Answer::Host, &tool), (true, Scope::Call));
+        assert_eq!(scoped(Answer::Always, &http), (true, Scope::Call));
     }
 }

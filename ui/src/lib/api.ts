@@ -10,6 +10,7 @@
 import { Channel, invoke } from '@tauri-apps/api/core';
 import { open } from '@tauri-apps/plugin-dialog';
 import type { AgentEvent } from './events';
+import type { InvestigationRow } from './generated/events';
 import type { Aggregates, BenchEvent, Calibration, CalibrationRow, JudgeRequest } from './generated/bench-events';
 import commandList from './commands.json';
 import { STRATEGIES, type EngineKind, type RunSettings as Settings, type SettingError } from './generated/settings';
@@ -95,17 +96,8 @@ export type DownloadEvent =
 
 // ---------------------------------------------------------------- history
 
-/** One stored investigation (mf-agent `InvestigationRow`). */
-export interface InvestigationRow {
-  id: number;
-  question: string;
-  /** `running`, `finished`, `interrupted`, `failed`. */
-  status: string;
-  exit_reason: string | null;
-  /** Unix seconds. */
-  created: number;
-  events: number;
-}
+/** One stored investigation: mf-agent's `InvestigationRow`, generated. */
+export type { InvestigationRow, SessionStatus } from './generated/events';
 
 // ---------------------------------------------------------------- demo worlds
 

@@ -155,8 +155,8 @@ impl Agent {
     /// After the user answered an MCP call: when the answer was "always",
     /// remembers it for the call's server and tool for the rest of the
     /// session. Returns who decided, for the decision event.
-    fn remember_tool_answer(&self, req: &mf_tools::policy::ApprovalRequest, approve: bool, sink: &mut dyn EventSink) -> String {
-        let Some(origin) = req.mcp.as_ref().filter(|_| self.approver.remembers_tool(&req.call_id)) else { return "user".into() };
+    fn remember_tool_answer(&self, req: &mf_tools::policy::ApprovalRequest, scope: crate::tools::Scope, approve: bool, sink: &mut dyn EventSink) -> String {
+        let Some(origin) = req.mcp.as_ref().filter(|_| scope == crate::tools::Scope::Tool) else { return "user".into() };
         match self.tools.remember_tool(&req.tool, approve) {
             Ok(()) => format!("user, always for {} on {}", origin.tool, origin.server),
             Err(f) => {
@@ -205,23 +205,23 @@ impl Agent {
                         sink.emit(&decided(false, "no answer"));
                         return Err(ToolFailure::new(FailureKind::ApprovalDenied, "the user did not answer; the call was not run"));
                     }
-                    Some(a) if a.call_id != req.call_id || a.args_sha256 != req.args_sha256 => {
+                    Some(d) if d.approval.call_id != req.call_id || d.approval.args_sha256 != req.args_sha256 => {
                         sink.emit(&decided(false, "mismatch"));
                         return Err(ToolFailure::new(FailureKind::ApprovalMismatch, "the approval was for another call; not run"));
                     }
-                    Some(a) if a.decision == mf_tools::policy::Decision::Denied => {
-                        let by = self.remember_tool_answer(&req, false, sink);
+                    Some(d) if !d.approved() => {
+                        let by = self.remember_tool_answer(&req, d.scope, false, sink);
                         sink.emit(&decided(false, &by));
                         return Err(ToolFailure::new(FailureKind::ApprovalDenied, "the user denied this call"));
                     }
-                    Some(a) if req.mcp.is_some() => {
-                        let by = self.remember_tool_answer(&req, true, sink);
+                    Some(d) if req.mcp.is_some() => {
+                        let by = self.remember_tool_answer(&req, d.scope, true, sink);
                         sink.emit(&decided(true, &by));
-                        Some(a)
+                        Some(d.approval)
                     }
-                    Some(a) => {
+                    Some(d) => {
                         // "Allow this host for the session": later calls to it run unasked.
-                        let host = req.host.as_deref().filter(|_| self.approver.remembers_host(&req.call_id));
+                        let host = req.host.as_deref().filter(|_| d.scope == crate::tools::Scope::Host);
                         match host.map(|h| self.tools.approve_host(h)) {
                             Some(Ok(())) => sink.emit(&decided(true, "user, for this host")),
                             Some(Err(f)) => {
@@ -230,7 +230,7 @@ impl Agent {
                             }
                             None => sink.emit(&decided(true, "user")),
                         }
-                        Some(a)
+                        Some(d.approval)
                     }
                 }
             }

@@ -50,6 +50,29 @@ pub enum ExitReason {
 }
 
 impl ExitReason {
+    /// Its kind: the `kind` tag it is stored and sent with (`final_answer`, `safety_cap`, …).
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ExitReason::FinalAnswer => "final_answer",
+            ExitReason::RepeatedToolCall { .. } => "repeated_tool_call",
+            ExitReason::ConsecutiveErrors { .. } => "consecutive_errors",
+            ExitReason::ContextExhausted { .. } => "context_exhausted",
+            ExitReason::CompactionIneffective { .. } => "compaction_ineffective",
+            ExitReason::CompactionLoop { .. } => "compaction_loop",
+            ExitReason::SafetyCap { .. } => "safety_cap",
+            ExitReason::Cancelled => "cancelled",
+        }
+    }
+
+    /// Whether a run that ended this way may be continued as it stood (it
+    /// was stopped from outside, not by what it found): cancelled, or cut
+    /// by the safety cap.
+    #[must_use]
+    pub fn resumable_kind(kind: &str) -> bool {
+        matches!(kind, "cancelled" | "safety_cap")
+    }
+
     /// A one-line description for people.
     #[must_use]
     pub fn describe(&self) -> String {

@@ -234,6 +234,7 @@ impl Sessions {
     ///
     /// # Errors
     /// As [`Sessions::start`].
+    #[tracing::instrument(skip_all, fields(engine = %spec.engine.model_label(), context = spec.context))]
     pub async fn start_with_tools(
         &self,
         spec: RunSpec,
@@ -249,7 +250,7 @@ impl Sessions {
         spec.check_model_file()?;
         let store = self.store()?;
         let backend = self.backend(&spec.engine, spec.context, api_key).await?;
-        let (tools, mut notes) = tools_for(&spec, tools).await?;
+        let (tools, mut notes) = tools_for(&spec, &backend, tools).await?;
         let mut agent = Agent::new(backend, tools, approver, spec.agent.clone())?;
         let id = store.create(question, &serde_json::to_value(&spec)?)?;
         notes.extend(self.attach_kv(&mut agent, id, &spec, KvLoad::NotAttempted)?);
@@ -269,6 +270,7 @@ impl Sessions {
     ///
     /// # Errors
     /// As [`Sessions::resume`].
+    #[tracing::instrument(skip_all, fields(id))]
     pub async fn resume_with_tools(
         &self,
         id: i64,
@@ -299,7 +301,7 @@ impl Sessions {
         }
         spec.check_model_file()?;
         let backend = self.backend(&spec.engine, spec.context, api_key).await?;
-        let (tools, mut notes) = tools_for(&spec, tools).await?;
+        let (tools, mut notes) = tools_for(&spec, &backend, tools).await?;
         let mut agent = Agent::new(backend, tools, approver, spec.agent.clone())?;
         let load = if how.skip_kv { KvLoad::Miss(KvMiss::Skipped) } else { KvLoad::IfItMatches };
         notes.extend(self.attach_kv(&mut agent, id, &spec, load)?);
@@ -364,28 +366,54 @@ enum KvLoad {
 }
 
 /// The caller's tools, or the registry the spec describes, with set-up notes.
-async fn tools_for(spec: &RunSpec, tools: Option<Arc<dyn ToolRunner>>) -> Result<(Arc<dyn ToolRunner>, Vec<String>), AgentError> {
+async fn tools_for(spec: &RunSpec, backend: &Arc<dyn Backend>, tools: Option<Arc<dyn ToolRunner>>) -> Result<(Arc<dyn ToolRunner>, Vec<String>), AgentError> {
     match tools {
         Some(t) => Ok((t, Vec::new())),
         None => {
-            let (r, n) = registry(spec).await?;
+            let (r, n) = registry(spec, backend).await?;
             Ok((r, n))
         }
     }
 }
 
 /// The tools a spec describes, its MCP servers started and listed (a server
-/// that fails is a note, and its tools are not offered).
-async fn registry(spec: &RunSpec) -> Result<(Arc<ToolRegistry>, Vec<String>), AgentError> {
-    let registry =
-        ToolRegistry::new(spec.tools.settings(spec.agent.max_argument_bytes)?).await.map_err(|e| AgentError::InvalidSetting(format!("tools: {e}")))?;
+/// that fails, or whose tools would take more than their share of the
+/// model's window, is a note, and its tools are not offered).
+async fn registry(spec: &RunSpec, backend: &Arc<dyn Backend>) -> Result<(Arc<ToolRegistry>, Vec<String>), AgentError> {
+    let registry = Arc::new(
+        ToolRegistry::new(spec.tools.settings(spec.agent.max_argument_bytes)?).await.map_err(|e| AgentError::InvalidSetting(format!("tools: {e}")))?,
+    );
     let mut notes = Vec::new();
-    for s in registry.connect_mcp().await {
+    if registry.mcp_status().is_empty() {
+        return Ok((registry, notes));
+    }
+    for s in connect_mcp(registry.clone(), backend.clone()).await? {
         if let mf_tools::mcp::McpServerState::Failed { error } = &s.state {
             notes.push(format!("MCP server {}: {error}; its tools are not offered", s.name));
         }
     }
-    Ok((Arc::new(registry), notes))
+    Ok((registry, notes))
+}
+
+/// Starts and lists `registry`'s MCP servers within their share of
+/// `backend`'s window, each tool counted as the loop counts a message (the
+/// model's tokenizer through [`ModelCounter`]).
+///
+/// mf-tools takes a synchronous count and the model counts asynchronously:
+/// the connection runs on a blocking thread, where each count waits for its
+/// reply (the embedded engine answers from its own thread, a server through
+/// the runtime's other threads), and no runtime worker is held meanwhile.
+async fn connect_mcp(registry: Arc<ToolRegistry>, backend: Arc<dyn Backend>) -> Result<Vec<mf_tools::mcp::McpServerStatus>, AgentError> {
+    let context_tokens = backend.context_size() as usize;
+    let counter = crate::compact::ModelCounter::new(backend, Vec::new());
+    let handle = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || {
+        let empty = futures::executor::block_on(counter.count_async(&Message::user("", "")));
+        let count = |text: &str| futures::executor::block_on(counter.count_async(&Message::user("", text))).saturating_sub(empty);
+        handle.block_on(registry.connect_mcp_within(mf_tools::mcp::McpWindow { context_tokens, count: &count }))
+    })
+    .await
+    .map_err(|e| AgentError::InvalidSetting(format!("tools: connecting the MCP servers stopped: {e}")))
 }
 
 impl Launch {

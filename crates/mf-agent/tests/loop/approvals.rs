@@ -3,9 +3,9 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use mf_agent::{AgentEvent, Approver, FixedApprover, NoAnswer};
+use mf_agent::{AgentEvent, Approver, Decision, FixedApprover, NoAnswer, Scope};
 use mf_forgetting::StrategyKind;
-use mf_tools::policy::{Approval, ApprovalRequest};
+use mf_tools::policy::ApprovalRequest;
 use serde_json::json;
 
 use crate::harness::*;
@@ -13,10 +13,10 @@ use crate::scripted::*;
 
 struct WrongApprover;
 impl Approver for WrongApprover {
-    fn decide<'a>(&'a self, r: &'a ApprovalRequest) -> BoxFuture<'a, Option<Approval>> {
+    fn decide<'a>(&'a self, r: &'a ApprovalRequest) -> BoxFuture<'a, Option<Decision>> {
         // Approves other arguments than the ones asked about.
         let other = ApprovalRequest::new(&r.call_id, &r.tool, &json!({"path": "/etc/passwd"}));
-        Box::pin(async move { Some(other.approve()) })
+        Box::pin(async move { Some(Decision::new(&other, true, Scope::Call)) })
     }
 }
 

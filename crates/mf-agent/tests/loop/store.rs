@@ -148,3 +148,35 @@ async fn kill_9_mid_investigation_loses_nothing() {
     assert!(prompt.last().unwrap().content.starts_with("ERROR interrupted"), "{:?}", prompt.last());
     assert_eq!(store.get(1).unwrap().status, mf_agent::SessionStatus::Finished);
 }
+
+/// A finished run keeps its exit's kind beside its text, and whether it can
+/// be continued is a field: cancelled and safety-capped runs can, an answered
+/// one cannot. A store made before the kind was kept gains it from its events.
+#[test]
+fn the_exit_kind_is_stored_and_resumable_is_a_field() {
+    use mf_agent::SessionStatus;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let store = Store::open(&db).unwrap();
+    let exits = [ExitReason::SafetyCap { rounds: 3 }, ExitReason::FinalAnswer, ExitReason::Cancelled];
+    for reason in &exits {
+        let id = store.create("q", &json!({})).unwrap();
+        store.append_event(id, &AgentEvent::Exit { reason: reason.clone(), rounds: 3, compactions: 0 }).unwrap();
+    }
+    let failed = store.create("q", &json!({})).unwrap();
+    store.mark_failed(failed, "the model stopped").unwrap();
+    let rows = store.list().unwrap();
+    let seen: Vec<(Option<&str>, bool)> = rows.iter().map(|r| (r.exit_kind.as_deref(), r.resumable)).collect();
+    assert_eq!(seen, [(None, true), (Some("cancelled"), true), (Some("final_answer"), false), (Some("safety_cap"), true)]);
+    assert_eq!(rows[3].exit_reason.as_deref(), Some(ExitReason::SafetyCap { rounds: 3 }.describe().as_str()), "the text stays beside the kind");
+    assert_eq!(rows[0].status, SessionStatus::Failed);
+    drop(store);
+
+    // The former schema: no exit_kind column; opening fills it from the events.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch("ALTER TABLE investigations DROP COLUMN exit_kind;").unwrap();
+    drop(conn);
+    let rows = Store::open(&db).unwrap().list().unwrap();
+    let seen: Vec<(Option<&str>, bool)> = rows.iter().map(|r| (r.exit_kind.as_deref(), r.resumable)).collect();
+    assert_eq!(seen, [(None, true), (Some("cancelled"), true), (Some("final_answer"), false), (Some("safety_cap"), true)]);
+}

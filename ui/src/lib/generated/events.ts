@@ -518,5 +518,42 @@ text: string, } | { "type": "error",
  */
 message: string, };
 
+export type SessionStatus = "running" | "finished" | "interrupted" | "failed";
+
+export type InvestigationRow = { 
+/**
+ * Its id.
+ */
+id: number, 
+/**
+ * The question.
+ */
+question: string, 
+/**
+ * Where it stands.
+ */
+status: SessionStatus, 
+/**
+ * The exit reason for people (or why it failed).
+ */
+exit_reason: string | null, 
+/**
+ * The exit reason's kind (`ExitReason`'s `kind` tag), when finished.
+ */
+exit_kind: string | null, 
+/**
+ * Whether it can be continued as it stood: interrupted, failed,
+ * cancelled or cut by the safety cap.
+ */
+resumable: boolean, 
+/**
+ * Unix seconds.
+ */
+created: number, 
+/**
+ * Events stored.
+ */
+events: number, };
+
 /** The `type` tag of every event. */
 export type AgentEventType = AgentEvent["type"];
