@@ -20,7 +20,7 @@ use crate::error::AgentError;
 pub const DEFAULT_CONTEXT: u32 = 4096;
 
 /// The tools a session may use and how their calls are approved.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ToolsSpec {
     /// Folders the file tools may read (none: no file tools).
@@ -41,19 +41,6 @@ pub struct ToolsSpec {
     /// a tool without one asks.
     #[serde(skip_serializing_if = "McpApprovals::is_empty_map")]
     pub mcp_approvals: McpApprovals,
-}
-
-impl Default for ToolsSpec {
-    fn default() -> Self {
-        ToolsSpec {
-            workspace: Vec::new(),
-            allowed_hosts: Vec::new(),
-            code: false,
-            policy: ApprovalPolicy::default(),
-            mcp: None,
-            mcp_approvals: McpApprovals::default(),
-        }
-    }
 }
 
 /// `skip_serializing_if` helper for the remembered MCP answers.
@@ -146,8 +133,10 @@ mod tests {
 
     #[test]
     fn mcp_servers_in_a_spec_are_checked_and_reach_the_tools() {
-        let mut t = ToolsSpec::default();
-        t.mcp = Some(serde_json::json!({"mcpServers": {"time": {"command": "mcp-server-time", "args": ["--local-timezone", "UTC"]}}}));
+        let mut t = ToolsSpec {
+            mcp: Some(serde_json::json!({"mcpServers": {"time": {"command": "mcp-server-time", "args": ["--local-timezone", "UTC"]}}})),
+            ..ToolsSpec::default()
+        };
         let s = t.settings(100).unwrap();
         assert_eq!(s.mcp.config.servers.len(), 1);
         t.mcp = Some(serde_json::json!({"mcpServers": {"bad": {"args": []}}}));
