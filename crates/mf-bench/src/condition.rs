@@ -126,15 +126,15 @@ pub struct Compacted {
     pub compaction_ms: u64,
 }
 
-/// How the benchmark compacts: the app's defaults (Δ by the model, the
-/// pinned-prefix pass), no tools (scenarios offer none).
+/// How the benchmark compacts: the app's defaults (the pinned-prefix pass),
+/// v2.1's Δ from `delta`, no tools (scenarios offer none).
 #[must_use]
-pub fn spec(condition: Condition, budget: &Budget, config: &PlanConfig, probe_max_tokens: u32) -> CompactionSpec {
+pub fn spec(condition: Condition, budget: &Budget, config: &PlanConfig, probe_max_tokens: u32, delta: DeltaSource) -> CompactionSpec {
     CompactionSpec {
         strategy: condition.strategy(),
         budget: *budget,
         config: config.clone(),
-        delta: DeltaSource::Model,
+        delta,
         summary_pass: SummaryPass::PinnedPrefix,
         tools: Vec::new(),
         probe_max_tokens,
@@ -146,7 +146,15 @@ pub fn spec(condition: Condition, budget: &Budget, config: &PlanConfig, probe_ma
 /// # Errors
 /// The planner's or the model's errors (a failed summary is not an error:
 /// `apply` falls back and reports it); [`BenchError::Cancelled`].
-pub fn compact(model: &Model, condition: Condition, messages: &[Message], budget: &Budget, config: &PlanConfig, probe_max_tokens: u32) -> Result<Compacted> {
+pub fn compact(
+    model: &Model,
+    condition: Condition,
+    messages: &[Message],
+    budget: &Budget,
+    config: &PlanConfig,
+    probe_max_tokens: u32,
+    delta: DeltaSource,
+) -> Result<Compacted> {
     let t = std::time::Instant::now();
     let chat: Vec<ChatMessage> = messages.iter().map(to_chat).collect();
     let tokens_before = model.count_conversation(&chat)?;
@@ -163,7 +171,7 @@ pub fn compact(model: &Model, condition: Condition, messages: &[Message], budget
             compaction_ms: t.elapsed().as_millis() as u64,
         });
     }
-    let run = model.compact(messages, &spec(condition, budget, config, probe_max_tokens))?;
+    let run = model.compact(messages, &spec(condition, budget, config, probe_max_tokens, delta))?;
     let c = run.result?;
     let after: Vec<ChatMessage> = c.messages.iter().map(to_chat).collect();
     let tokens_after = model.count_conversation(&after)?;

@@ -14,6 +14,15 @@
 //!   the model's memory can shift positions, with the summary alone: the
 //!   recent rounds are already cached and are moved behind the summary. The
 //!   same round is also run on a session with the shift switched off.
+//!
+//! Whether the shift changes what the model reads is measured by
+//! likelihood, not by greedy text (which any tiny numerical difference sends
+//! down another path after a few tokens): after round 6, three continuations
+//! (the next round's reply, facts of the shifted recent rounds, a fact of
+//! the summary) are scored by log-probability on the shifted cache and on a
+//! fresh decode of the same tokens; the noise floor is two fresh decodes
+//! with different batch sizes. Both are reported as ΔNLL per token with a
+//! 95 % bootstrap interval over tokens.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -22,7 +31,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use mf_inference::template::RenderOptions;
-use mf_inference::{Backend, CancelToken, ChatMessage, GenerateRequest, KvMemory, KvPath, LlamaConfig, LlamaSession, Sampling, ToolCall, ToolSpec};
+use mf_inference::{
+    Backend, CancelToken, ChatMessage, GenerateRequest, KvMemory, KvPath, LlamaConfig, LlamaSession, Sampling, ScoreRequest, Scored, ToolCall, ToolSpec,
+};
 
 use crate::error::Result;
 
@@ -142,6 +153,88 @@ pub struct CompactionReport {
     pub prefill_ms: (u64, u64),
     /// Greedy reply of the round with and without the shift identical.
     pub same_reply_without_shift: bool,
+    /// NLL per token of the continuations scored on the shifted cache minus
+    /// on a fresh decode of the same tokens (absent when the round did not
+    /// shift, or in files written before it was measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shift_nll_delta: Option<NllDelta>,
+    /// The same between two fresh decodes with different batch sizes: the
+    /// noise floor the shift is judged against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_nll_delta: Option<NllDelta>,
+}
+
+/// A difference of NLL per token between two ways of computing the same
+/// context (`a − b`, nats), over the scored tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct NllDelta {
+    /// Mean signed difference per token (positive: `a` finds the text less likely).
+    pub mean: f64,
+    /// 2.5th percentile of the bootstrap over tokens.
+    pub lo: f64,
+    /// 97.5th percentile.
+    pub hi: f64,
+    /// Mean absolute difference per token.
+    pub mean_abs: f64,
+    /// The largest absolute difference at one token.
+    pub max_abs: f64,
+    /// Tokens compared.
+    pub tokens: usize,
+}
+
+impl NllDelta {
+    /// `NLL(a) − NLL(b)` token by token over continuations scored both ways
+    /// (the same tokens, in the same order).
+    #[must_use]
+    pub fn between(a: &[Scored], b: &[Scored]) -> Option<NllDelta> {
+        let d: Vec<f64> = a.iter().zip(b).flat_map(|(x, y)| x.tokens.iter().zip(&y.tokens).map(|(s, t)| t.logprob - s.logprob)).collect();
+        let i = crate::likelihood::bootstrap(&d, |s| (!s.is_empty()).then(|| s.iter().copied().sum::<f64>() / s.len() as f64))?;
+        Some(NllDelta {
+            mean: i.value,
+            lo: i.lo,
+            hi: i.hi,
+            mean_abs: d.iter().map(|x| x.abs()).sum::<f64>() / d.len() as f64,
+            max_abs: d.iter().map(|x| x.abs()).fold(0.0, f64::max),
+            tokens: d.len(),
+        })
+    }
+
+    /// Whether this difference is within `noise` (its mean absolute
+    /// difference at most the noise's) or below 0.02 nats per token: the rule
+    /// the KV shift's default follows.
+    #[must_use]
+    pub fn negligible_against(&self, noise: Option<&NllDelta>) -> bool {
+        self.mean_abs < SHIFT_NLL_NEGLIGIBLE || noise.is_some_and(|n| self.mean_abs <= n.mean_abs)
+    }
+}
+
+/// A mean absolute ΔNLL per token below this is negligible for the KV
+/// shift's default: 0.02 nats is a 2 % change in a token's probability, far
+/// below the 0.1-nat gaps that separate a fact kept from a fact lost in the
+/// likelihood scorer.
+pub const SHIFT_NLL_NEGLIGIBLE: f64 = 0.02;
+
+/// The continuations the shift is judged on, after the compacted
+/// conversation: the next round's reply, facts of the two recent rounds
+/// (the shifted tail), and a fact of the summary.
+fn shift_targets() -> Vec<String> {
+    let recent = |k: u32| -> String {
+        let [_, result] = tool_round(k);
+        let v: serde_json::Value = serde_json::from_str(&result.content).unwrap_or_default();
+        let orders: Vec<String> = v["orders"]
+            .as_array()
+            .map(|o| {
+                o.iter().take(3).map(|o| format!("{} ({}, {})", o["id"].as_str().unwrap_or("?"), o["customer"].as_str().unwrap_or("?"), o["amount"])).collect()
+            })
+            .unwrap_or_default();
+        format!("Page {k} lists {}.", orders.join(", "))
+    };
+    vec![
+        tool_round(6)[0].content.clone(),
+        recent(4),
+        recent(5),
+        "So far globex has 3 refunded orders (ord-01259, ord-01555, ord-01851), 412.57 in total.".to_owned(),
+    ]
 }
 
 /// The whole benchmark.
@@ -265,11 +358,33 @@ fn run_rounds(session: &LlamaSession, convs: &[(Vec<ChatMessage>, bool)], reuse:
 
 /// A session on `config`'s model with the shift on or off.
 fn load(config: &BenchKvConfig, kv_shift: bool) -> Result<LlamaSession> {
+    load_batched(config, kv_shift, LlamaConfig::new(&config.model_path).n_batch)
+}
+
+fn load_batched(config: &BenchKvConfig, kv_shift: bool, n_batch: u32) -> Result<LlamaSession> {
     let mut lc = LlamaConfig::new(&config.model_path).with_n_ctx(config.n_ctx);
     lc.n_threads = config.n_threads;
     lc.kv_shift = kv_shift;
     lc.swa_full = config.swa_full;
+    lc.n_batch = n_batch;
     Ok(LlamaSession::load(lc)?)
+}
+
+/// The shift's ΔNLL and the noise floor's (see the module docs): rounds 1–6
+/// on a shifting session, the targets scored on its cache and then fresh;
+/// then fresh again on a session decoding in batches of 64.
+fn shift_nll(config: &BenchKvConfig, convs: &[(Vec<ChatMessage>, bool)], compacted: &[ChatMessage]) -> Result<(Option<NllDelta>, Option<NllDelta>)> {
+    let request = || ScoreRequest { messages: compacted.to_vec(), tools: tools(), continuations: shift_targets() };
+    let session = load(config, true)?;
+    let rounds = run_rounds(&session, &convs[..6], true, config.reply_tokens)?.rounds;
+    let shifted = rounds.get(5).is_some_and(|r| r.path == KvPath::Shift);
+    let on_shift = session.score_blocking(request(), CancelToken::new())?;
+    session.clear_blocking()?;
+    let fresh = session.score_blocking(request(), CancelToken::new())?;
+    drop(session);
+    let small = load_batched(config, false, 64)?;
+    let fresh_small = small.score_blocking(request(), CancelToken::new())?;
+    Ok((if shifted { NllDelta::between(&on_shift, &fresh) } else { None }, NllDelta::between(&fresh_small, &fresh)))
 }
 
 fn scenario(name: &str, session: &LlamaSession, convs: &[(Vec<ChatMessage>, bool)], reply_tokens: u32) -> Result<ScenarioReport> {
@@ -346,6 +461,7 @@ pub fn run(config: &BenchKvConfig) -> Result<BenchKvReport> {
     let plain = load(config, false)?;
     let without = run_rounds(&plain, &convs[..6], true, config.reply_tokens)?.rounds;
     drop(plain);
+    let (shift_nll_delta, noise_nll_delta) = shift_nll(config, &convs, &compacted)?;
     let r6 = &compaction.reuse[5];
     let w6 = &without[5];
     let compaction_step = CompactionReport {
@@ -364,6 +480,8 @@ pub fn run(config: &BenchKvConfig) -> Result<BenchKvReport> {
         re_decoded_without_shift: w6.decoded,
         prefill_ms: (r6.prefill_ms, w6.prefill_ms),
         same_reply_without_shift: r6.reply == w6.reply,
+        shift_nll_delta,
+        noise_nll_delta,
     };
     let round5_speedup = investigation.speedup.get(4).copied().unwrap_or(0.0);
     Ok(BenchKvReport {
@@ -388,15 +506,15 @@ pub fn markdown(reports: &[BenchKvReport]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "| model | swa_full | path | not re-decoded thanks to the shift | re-decoded (before: no shift) | re-decoded (after) | summary + glue | after ÷ summary | prefill ms before → after | same greedy reply | KV sequence bytes | checkpoints (bytes) | round-5 speed-up |"
+        "| model | swa_full | path | not re-decoded thanks to the shift | re-decoded (before: no shift) | re-decoded (after) | summary + glue | after ÷ summary | prefill ms before → after | same greedy reply | ΔNLL shift − fresh (nats/token) | ΔNLL noise floor | KV sequence bytes | checkpoints (bytes) | round-5 speed-up |"
     );
-    let _ = writeln!(s, "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |");
+    let _ = writeln!(s, "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |");
     for r in reports {
         let c = &r.compaction_step;
         let path = serde_json::to_value(c.path).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
         let _ = writeln!(
             s,
-            "| {} | {} | {path} | {} | {} | {} | {} + {} | {:.3} | {} → {} | {} | {} | {} ({}) | {:.2}× |",
+            "| {} | {} | {path} | {} | {} | {} | {} + {} | {:.3} | {} → {} | {} | {} | {} | {} | {} ({}) | {:.2}× |",
             r.model,
             if r.swa_full { "on" } else { "off" },
             c.shifted,
@@ -408,6 +526,8 @@ pub fn markdown(reports: &[BenchKvReport]) -> String {
             c.prefill_ms.1,
             c.prefill_ms.0,
             if c.same_reply_without_shift { "yes" } else { "no" },
+            fmt_delta(c.shift_nll_delta.as_ref()),
+            fmt_delta(c.noise_nll_delta.as_ref()),
             r.memory.sequence_bytes,
             r.memory.checkpoints,
             r.memory.checkpoint_bytes,
@@ -415,6 +535,11 @@ pub fn markdown(reports: &[BenchKvReport]) -> String {
         );
     }
     s
+}
+
+/// `+0.0012 [−0.0003, +0.0027], |Δ| 0.004 over 92 tokens`, or `–`.
+fn fmt_delta(d: Option<&NllDelta>) -> String {
+    d.map_or("–".to_owned(), |d| format!("{:+.4} [{:+.4}, {:+.4}], mean \\|Δ\\| {:.4} over {} tokens", d.mean, d.lo, d.hi, d.mean_abs, d.tokens))
 }
 
 impl BenchKvReport {
@@ -471,6 +596,12 @@ impl BenchKvReport {
             s,
             "  without the shift: re-decoded {} tokens; prefill {} ms vs {} ms; same greedy reply: {}",
             c.re_decoded_without_shift, c.prefill_ms.0, c.prefill_ms.1, c.same_reply_without_shift
+        );
+        let _ = writeln!(
+            s,
+            "  likelihood: ΔNLL shift − fresh {}; noise floor (batch 64 vs 512) {}",
+            fmt_delta(c.shift_nll_delta.as_ref()).replace("\\|", "|"),
+            fmt_delta(c.noise_nll_delta.as_ref()).replace("\\|", "|")
         );
         let m = &self.memory;
         let _ = writeln!(

@@ -47,6 +47,7 @@ pub mod events;
 pub mod judge;
 pub mod keyword;
 pub mod kv;
+pub mod likelihood;
 pub mod load;
 pub mod model;
 pub mod orchestrate;

@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use mf_agent::model::{CompactionRun, CompactionSpec, ModelCalls, ModelCounter};
 use mf_forgetting::Message;
-use mf_inference::{Backend, CancelToken, ChatMessage, GenerateRequest, Generation, ModelInfo, Role, Sampling};
+use mf_inference::{Backend, CancelToken, ChatMessage, GenerateRequest, Generation, ModelInfo, Role, Sampling, ScoreRequest, Scored};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{BenchError, Result};
@@ -36,6 +36,9 @@ pub enum Purpose {
     Evaluator,
     /// The judge grading an answer.
     Judge,
+    /// The likelihood scorer: references and wrong answers scored by
+    /// log-probability after a context (no generation).
+    Likelihood,
 }
 
 /// Token and time figures of all calls of one purpose.
@@ -246,6 +249,39 @@ impl Model {
             stats.entry(purpose).or_default().add(g, ms);
         }
         Ok(gs)
+    }
+
+    /// Scores `continuations` by log-probability after `messages` (the
+    /// assistant turn opened), recording the prompt figures under
+    /// [`Purpose::Likelihood`].
+    ///
+    /// # Errors
+    /// The backend's ([`mf_inference::InferenceError::ScoringUnsupported`]
+    /// where it cannot score); [`BenchError::Cancelled`].
+    pub fn score(&self, messages: Vec<ChatMessage>, continuations: Vec<String>) -> Result<Vec<Scored>> {
+        if self.is_cancelled() {
+            return Err(BenchError::Cancelled);
+        }
+        let t = Instant::now();
+        let req = ScoreRequest { messages, tools: Vec::new(), continuations };
+        let scored = match self.rt.block_on(self.backend.score(req.clone(), self.cancel.clone())) {
+            Err(e) if needs_user_first(&e) => {
+                let req = ScoreRequest { messages: user_first(req.messages), ..req };
+                self.rt.block_on(self.backend.score(req, self.cancel.clone()))?
+            }
+            Err(_) if self.is_cancelled() => return Err(BenchError::Cancelled),
+            r => r?,
+        };
+        let ms = t.elapsed().as_millis() as u64;
+        let mut stats = self.stats.borrow_mut();
+        let st = stats.entry(Purpose::Likelihood).or_default();
+        st.calls += 1;
+        for s in &scored {
+            st.prompt_tokens += u64::from(s.prompt_tokens) + s.tokens.len() as u64;
+            st.decoded_tokens += u64::from(s.decoded);
+        }
+        st.wall_ms += ms;
+        Ok(scored)
     }
 
     /// Compacts `history` as the app's loop does (`mf_agent::model::compact`):

@@ -118,7 +118,7 @@ pub fn scenario_options(dir: &Path) -> Result<Vec<ScenarioOption>> {
 }
 
 /// The scorer names a face offers.
-pub const SCORERS: [&str; 2] = ["keyword", "judge"];
+pub const SCORERS: [&str; 3] = ["likelihood", "keyword", "judge"];
 
 /// A checked request, ready to run.
 #[derive(Debug)]

@@ -57,6 +57,24 @@ fn model_markdown(out: &mut String, r: &ModelResult) {
         },
         r.wall_s
     );
+    if let Some(l) = &r.likelihood {
+        crate::likelihood::markdown(out, l);
+    }
+    let answered = r.scores.iter().any(|s| s.stop_reason != crate::results::NOT_GENERATED);
+    if !answered {
+        let _ = writeln!(out, "No answers were generated (scorers: {}): compactions only.\n", st.scorers.join(", "));
+        let _ = writeln!(out, "| condition | prompt tokens before → after | fallbacks | not applied | over budget |");
+        let _ = writeln!(out, "| --- | ---: | ---: | ---: | ---: |");
+        for c in &r.conditions {
+            let _ = writeln!(
+                out,
+                "| {} | {:.0} → {:.0} | {} | {} | {} |",
+                c.condition, c.tokens_before, c.tokens_after, c.fallbacks, c.not_applied, c.compaction_failures
+            );
+        }
+        speed_markdown(out, r);
+        return;
+    }
     let b = &r.control_brackets;
     let _ = writeln!(
         out,
@@ -146,6 +164,10 @@ fn model_markdown(out: &mut String, r: &ModelResult) {
             c.judge_min.map_or("–".to_owned(), |v| v.to_string())
         );
     }
+    speed_markdown(out, r);
+}
+
+fn speed_markdown(out: &mut String, r: &ModelResult) {
     let sp = &r.speed;
     let ratio = |x: Option<f64>| x.map_or("n/a (backend reports no KV figures)".to_owned(), |v| format!("{:.1} %", 100.0 * v));
     let _ = writeln!(out, "\nPrefill: probes decoded {} of a naive resend; all calls {}.", ratio(sp.probe_prefill_ratio), ratio(sp.total_prefill_ratio));
@@ -394,6 +416,42 @@ const OVERVIEW_CONDITIONS: [&str; 6] = ["full", "baseline", "masking", "v1", "v2
 /// One line per suite run: keyword mean per condition and the judge's brackets.
 fn overview(out: &mut String, index: &PageIndex, loaded: &[Vec<ResultsFile>]) {
     let _ = writeln!(out, "## At a glance\n");
+    let suites = || {
+        index.sections.iter().zip(loaded).flat_map(|(section, files)| section.entries.iter().zip(files)).filter_map(|(e, f)| match f {
+            ResultsFile::Suite(models) => Some((e, models)),
+            _ => None,
+        })
+    };
+    if suites().any(|(_, models)| models.iter().any(|r| r.likelihood.is_some())) {
+        let _ = writeln!(
+            out,
+            "Likelihood retention R per condition (1 = what the whole history gives, 0 = what pinned + recent give; 95 % bootstrap interval over the probes with signal) and choice accuracy (the reference out-scores every wrong answer), for every scenario-suite run scored by likelihood.\n"
+        );
+        let _ = writeln!(out, "| run | model | probes with signal | {} | choice: {} |", OVERVIEW_CONDITIONS.join(" | "), OVERVIEW_CONDITIONS.join(" / "));
+        let _ = writeln!(out, "| --- | --- | ---: |{} --- |", " ---: |".repeat(OVERVIEW_CONDITIONS.len()));
+        for (e, models) in suites() {
+            for r in models {
+                let Some(l) = &r.likelihood else { continue };
+                let find = |c: &str| l.conditions.iter().find(|x| x.condition == c);
+                let cells: Vec<String> =
+                    OVERVIEW_CONDITIONS.iter().map(|c| crate::likelihood::fmt_interval(find(c).and_then(|x| x.retention.as_ref()))).collect();
+                let choice: Vec<String> =
+                    OVERVIEW_CONDITIONS.iter().map(|c| find(c).and_then(|x| x.choice.as_ref()).map_or("–".to_owned(), |i| format!("{:.2}", i.value))).collect();
+                let _ = writeln!(
+                    out,
+                    "| [{}](#{}) | {} | {} of {} | {} | {} |",
+                    e.title,
+                    anchor(&e.title),
+                    r.model,
+                    l.probes - l.no_signal,
+                    l.probes,
+                    cells.join(" | "),
+                    choice.join(" / ")
+                );
+            }
+        }
+        out.push('\n');
+    }
     let _ = writeln!(
         out,
         "Keyword score (0–3, mean over every probe) per condition for every scenario-suite run below, and the judge's grades of its control answers (a judge to trust grades the reference 3, a contradiction low and the empty answer 0).\n"
@@ -403,7 +461,7 @@ fn overview(out: &mut String, index: &PageIndex, loaded: &[Vec<ResultsFile>]) {
     for (section, files) in index.sections.iter().zip(loaded) {
         for (e, file) in section.entries.iter().zip(files) {
             let ResultsFile::Suite(models) = file else { continue };
-            for r in models {
+            for r in models.iter().filter(|r| r.scores.iter().any(|s| s.stop_reason != crate::results::NOT_GENERATED)) {
                 let cells: Vec<String> = OVERVIEW_CONDITIONS
                     .iter()
                     .map(|c| r.conditions.iter().find(|x| x.condition == *c).map_or("–".to_owned(), |x| format!("{:.2}", x.keyword.mean)))

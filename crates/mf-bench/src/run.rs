@@ -30,36 +30,52 @@ pub const PROBE_PROMPT: &str = include_str!("prompts/probe.txt");
 /// Which scorers run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Scorers {
-    /// Keyword scorer (always cheap).
+    /// Keyword scorer over generated answers.
     pub keyword: bool,
-    /// Model judge.
+    /// Model judge over generated answers.
     pub judge: bool,
+    /// Likelihood: references (and wrong answers) scored by the model's
+    /// log-probabilities after each context, no answer generated
+    /// ([`crate::likelihood`]).
+    pub likelihood: bool,
 }
 
 impl Scorers {
-    /// Parses `keyword,judge` (or `all`).
+    /// The default: likelihood alone (no probe answer is generated).
+    pub const DEFAULT: Scorers = Scorers { keyword: false, judge: false, likelihood: true };
+
+    /// Parses `keyword,judge,likelihood` (or `all`).
     ///
     /// # Errors
     /// An unknown scorer.
     pub fn parse(s: &str) -> Result<Scorers> {
-        let mut out = Scorers { keyword: false, judge: false };
+        let mut out = Scorers { keyword: false, judge: false, likelihood: false };
         for p in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             match p {
                 "keyword" => out.keyword = true,
                 "judge" => out.judge = true,
-                "all" => out = Scorers { keyword: true, judge: true },
+                "likelihood" => out.likelihood = true,
+                "all" => out = Scorers { keyword: true, judge: true, likelihood: true },
                 other => return Err(BenchError::UnknownScorer(other.to_owned())),
             }
         }
-        if !out.keyword && !out.judge {
+        if !out.keyword && !out.judge && !out.likelihood {
             return Err(BenchError::NothingChosen("scorer"));
         }
         Ok(out)
     }
 
+    /// Whether probe answers are generated (the keyword and judge scorers grade them).
+    pub fn generates(self) -> bool {
+        self.keyword || self.judge
+    }
+
     /// Names, for the settings.
     pub fn names(self) -> Vec<String> {
         let mut v = Vec::new();
+        if self.likelihood {
+            v.push("likelihood".to_owned());
+        }
         if self.keyword {
             v.push("keyword".to_owned());
         }
@@ -92,6 +108,9 @@ pub struct RunConfig {
     pub evaluator_max_tokens: u32,
     /// Scenario directory, for the record.
     pub scenarios_dir: String,
+    /// How v2.1's withholding test measures Perf (the app's default: a
+    /// generated answer per trial; or by likelihood).
+    pub delta: mf_agent::model::DeltaSource,
     /// Ask the probes of one context in one branched call (the context
     /// decoded once, the answers generated side by side) instead of one
     /// after the other.
@@ -102,7 +121,7 @@ impl Default for RunConfig {
     fn default() -> Self {
         RunConfig {
             conditions: Condition::ALL.to_vec(),
-            scorers: Scorers { keyword: true, judge: true },
+            scorers: Scorers::DEFAULT,
             reps: 1,
             budget: Budget { context: 4608, reserve: 512, ratio: 0.75, recent: 2 },
             plan: PlanConfig::default(),
@@ -111,6 +130,7 @@ impl Default for RunConfig {
             evaluator_max_tokens: mf_agent::model::PROBE_MAX_TOKENS,
             scenarios_dir: String::new(),
             branched: false,
+            delta: mf_agent::model::DeltaSource::default(),
         }
     }
 }
@@ -365,17 +385,20 @@ fn assemble(
         speed.probe_prefill_ratio = probe.prefill_ratio();
         speed.total_prefill_ratio = all.prefill_ratio();
     }
-    let keyword = results::aggregate(&rows, |r| Some(r.score));
-    let judge_agg = cfg.scorers.judge.then(|| results::aggregate(&rows, |r| r.judge));
+    // Rows only the likelihood scorer filled have no answer to grade.
+    let answered = results::answered(&rows);
+    let keyword = results::aggregate(&answered, |r| Some(r.score));
+    let judge_agg = cfg.scorers.judge.then(|| results::aggregate(&answered, |r| r.judge));
     let names: Vec<&str> = cfg.conditions.iter().map(|c| c.as_str()).collect();
-    let conditions = results::condition_summaries(&names, &rows, &comps, cfg.scorers.judge);
+    let conditions = results::condition_summaries(&names, &answered, &comps, cfg.scorers.judge);
+    let likelihood = crate::likelihood::summary_of(&rows, &comps, &names);
     let info = model.info();
     ModelResult {
         model: info.name.clone(),
         overall: keyword.overall,
         by_class: keyword.by_class,
         by_dimension: keyword.by_dimension,
-        worst_cells: results::cells(&rows),
+        worst_cells: results::cells(&answered),
         scores: rows,
         conditions,
         judge: judge_agg,
@@ -400,11 +423,13 @@ fn assemble(
             summary_max_tokens: Some(cfg.plan.sampling.max_tokens),
             withholding_budget: cfg.plan.withholding_budget,
             branched: Some(cfg.branched),
+            delta: Some(cfg.delta.as_str().to_owned()),
             scenarios_dir: cfg.scenarios_dir.clone(),
             scenarios: scenarios.iter().map(|s| s.scenario.id.clone()).collect(),
         },
         empty_by_budget,
         wall_s: t0.elapsed().as_secs_f64(),
+        likelihood,
     }
 }
 
@@ -427,8 +452,10 @@ mod tests {
 
     #[test]
     fn scorers_parse() {
-        assert_eq!(Scorers::parse("keyword").unwrap(), Scorers { keyword: true, judge: false });
-        assert_eq!(Scorers::parse("all").unwrap(), Scorers { keyword: true, judge: true });
+        assert_eq!(Scorers::parse("keyword").unwrap(), Scorers { keyword: true, judge: false, likelihood: false });
+        assert_eq!(Scorers::parse("likelihood").unwrap(), Scorers::DEFAULT);
+        assert!(!Scorers::DEFAULT.generates());
+        assert_eq!(Scorers::parse("all").unwrap(), Scorers { keyword: true, judge: true, likelihood: true });
         assert!(Scorers::parse("vibes").unwrap_err().to_string().contains("vibes"));
         assert!(Scorers::parse("").is_err());
     }

@@ -17,7 +17,7 @@ use crate::error::{BenchError, Result};
 use crate::judge::{Control, grade};
 use crate::load::LoadedScenario;
 use crate::model::{Model, Purpose, to_chat};
-use crate::results::{CompactionRow, ControlRow, ScoreRow};
+use crate::results::{CompactionRow, ControlRow, NOT_GENERATED, ScoreRow};
 use crate::run::{PROBE_PROMPT, RunConfig, enum_name};
 
 fn probe_messages(context: &[Message], probe: &Probe) -> Vec<ChatMessage> {
@@ -154,7 +154,60 @@ fn ask_condition(
             thinking_tokens: g.usage.thinking_tokens,
             retried,
             shared_from: None,
+            likelihood: None,
         });
+    }
+    Ok(())
+}
+
+/// Scores every probe of `s` by likelihood over one condition's compacted
+/// context (reference and wrong answers teacher-forced after the context and
+/// the question), or copies the scores of an earlier condition whose context
+/// was identical. The scores go on the condition's rows, which are made here
+/// when no answer was generated.
+#[allow(clippy::too_many_arguments)]
+fn score_condition(
+    model: &Model,
+    s: &mf_forgetting::Scenario,
+    c: Condition,
+    cp: &Compacted,
+    rep: u32,
+    scored_with: &mut Vec<(String, Condition)>,
+    out: &mut ScenarioOut,
+) -> Result<()> {
+    let key = serde_json::to_string(&cp.messages.iter().map(to_chat).collect::<Vec<_>>())?;
+    let same = scored_with.iter().find(|(k, _)| *k == key).map(|(_, c0)| *c0);
+    if same.is_none() {
+        scored_with.push((key, c));
+    }
+    for p in &s.probes {
+        let earlier = same.and_then(|c0| out.rows.iter().find(|r| r.probe == p.id && r.condition == c0.as_str()).and_then(|r| r.likelihood.clone()));
+        let lik = match earlier {
+            Some(l) => l,
+            None => crate::likelihood::score_probe(model, &cp.messages, p)?,
+        };
+        match out.rows.iter_mut().find(|r| r.probe == p.id && r.condition == c.as_str()) {
+            Some(r) => r.likelihood = Some(lik),
+            None => out.rows.push(ScoreRow {
+                scenario: s.id.clone(),
+                probe: p.id.clone(),
+                condition: c.as_str().to_owned(),
+                dimension: enum_name(&p.dimension),
+                score: 0,
+                answer: String::new(),
+                class: enum_name(&s.class),
+                length: enum_name(&s.length),
+                rep,
+                judge: None,
+                judge_raw: None,
+                stop_reason: NOT_GENERATED.to_owned(),
+                completion_tokens: 0,
+                thinking_tokens: 0,
+                retried: false,
+                shared_from: same.map(|c0| c0.as_str().to_owned()),
+                likelihood: Some(lik),
+            }),
+        }
     }
     Ok(())
 }
@@ -185,6 +238,7 @@ pub(crate) fn run_scenario(
     let mut failed: Vec<Condition> = Vec::new();
     // Identical contexts (the exact chat messages the model would see) share their answers.
     let mut first_with: Vec<(String, Condition)> = Vec::new();
+    let mut scored_with: Vec<(String, Condition)> = Vec::new();
     // Call order, for the KV cache: `full`'s probes first; then v2.1's
     // compaction, whose first evaluation (the full context) then reuses that
     // context from the cache instead of decoding it again; then the other
@@ -194,7 +248,7 @@ pub(crate) fn run_scenario(
     order.extend(cfg.conditions.iter().copied().filter(|c| *c == Condition::V21));
     order.extend(cfg.conditions.iter().copied().filter(|c| *c != Condition::Full && *c != Condition::V21));
     for &c in &order {
-        let cp = match compact(model, c, &s.messages, &cfg.budget, &cfg.plan, cfg.evaluator_max_tokens) {
+        let cp = match compact(model, c, &s.messages, &cfg.budget, &cfg.plan, cfg.evaluator_max_tokens, cfg.delta) {
             Ok(cp) => cp,
             // The strategy cannot fit the budget: the app's loop would have to stop here.
             // Recorded, and its probes score 0 (an answer was never possible).
@@ -243,7 +297,12 @@ pub(crate) fn run_scenario(
             notes: cp.notes.clone(),
         });
         if c == Condition::Full {
-            ask_condition(model, s, c, &cp, rep, seed, cfg, &mut first_with, &mut out)?;
+            if cfg.scorers.generates() {
+                ask_condition(model, s, c, &cp, rep, seed, cfg, &mut first_with, &mut out)?;
+            }
+            if cfg.scorers.likelihood {
+                score_condition(model, s, c, &cp, rep, &mut scored_with, &mut out)?;
+            }
             step(format!("{} · {} · rep {}", s.id, c, rep + 1));
         } else {
             compacted.push((c, cp));
@@ -268,13 +327,19 @@ pub(crate) fn run_scenario(
                 thinking_tokens: 0,
                 retried: false,
                 shared_from: None,
+                likelihood: None,
             });
         }
         step(format!("{} · {} · rep {} (compaction failed)", s.id, c, rep + 1));
     }
     compacted.sort_by_key(|(c, _)| cfg.conditions.iter().position(|x| x == c));
     for (c, cp) in &compacted {
-        ask_condition(model, s, *c, cp, rep, seed, cfg, &mut first_with, &mut out)?;
+        if cfg.scorers.generates() {
+            ask_condition(model, s, *c, cp, rep, seed, cfg, &mut first_with, &mut out)?;
+        }
+        if cfg.scorers.likelihood {
+            score_condition(model, s, *c, cp, rep, &mut scored_with, &mut out)?;
+        }
         step(format!("{} · {} · rep {}", s.id, c, rep + 1));
     }
     let pos = |c: &str| cfg.conditions.iter().position(|x| x.as_str() == c);
@@ -309,7 +374,7 @@ pub(crate) fn run_scenario(
             }
         }
         if cfg.scorers.judge {
-            for r in out.rows.iter_mut().filter(|r| r.probe == p.id && r.stop_reason != "compaction_failed") {
+            for r in out.rows.iter_mut().filter(|r| r.probe == p.id && r.stop_reason != "compaction_failed" && r.stop_reason != NOT_GENERATED) {
                 let v = grade_once(&r.answer, &mut out.grades_shared)?;
                 r.judge = v.score;
                 r.judge_raw = Some(v.raw);

@@ -59,7 +59,7 @@ fn a_run_cancelled_shortly_after_it_starts_is_cancelled_not_a_result() {
     let scenarios = load::load_dir(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/compaction"), &["lookup-short".to_owned()]).unwrap();
     let cfg = RunConfig {
         conditions: vec![Condition::Full, Condition::of(StrategyKind::V2), Condition::V21],
-        scorers: Scorers { keyword: true, judge: true },
+        scorers: Scorers { keyword: true, judge: true, likelihood: false },
         ..RunConfig::default()
     };
     let canceller = cancel_after(model.cancel_token(), Duration::from_millis(1500));

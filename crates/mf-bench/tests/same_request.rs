@@ -128,7 +128,7 @@ fn agent_requests(backend: &Arc<Recording>, history: &[Message], condition: Cond
 /// What the benchmark sends for the same history and condition.
 fn bench_requests(backend: &Arc<Recording>, history: &[Message], condition: Condition, budget: Budget, config: &PlanConfig) -> Vec<Seen> {
     let model = Model::new(backend.clone()).unwrap();
-    compact(&model, condition, history, &budget, config, mf_agent::model::PROBE_MAX_TOKENS).unwrap();
+    compact(&model, condition, history, &budget, config, mf_agent::model::PROBE_MAX_TOKENS, DeltaSource::Model).unwrap();
     backend.take()
 }
 

@@ -43,7 +43,7 @@ fn smoke_three_scenarios_smollm2_both_scorers() {
     let cfg = RunConfig {
         plan,
         conditions: Condition::ALL.to_vec(),
-        scorers: Scorers { keyword: true, judge: true },
+        scorers: Scorers { keyword: true, judge: true, likelihood: true },
         answer_max_tokens: 48,
         evaluator_max_tokens: 24,
         scenarios_dir: "scenarios/compaction".to_owned(),
@@ -88,6 +88,20 @@ fn smoke_three_scenarios_smollm2_both_scorers() {
     // Probes of one scenario × condition share the context in the KV cache.
     let ratio = r.speed.probe_prefill_ratio.unwrap();
     assert!(ratio > 0.0 && ratio <= 0.40, "probe prefill ratio {ratio}");
+
+    // Every row scored by likelihood too; full is the ceiling and baseline the floor by construction.
+    assert!(r.scores.iter().filter(|s| s.stop_reason != "compaction_failed").all(|s| s.likelihood.is_some()));
+    let l = r.likelihood.as_ref().expect("a likelihood summary");
+    assert_eq!(l.conditions.len(), 6);
+    assert_eq!(l.probes, 9);
+    let full = l.conditions.iter().find(|c| c.condition == "full").unwrap();
+    let baseline = l.conditions.iter().find(|c| c.condition == "baseline").unwrap();
+    if l.no_signal < l.probes {
+        assert!((full.retention.unwrap().value - 1.0).abs() < 1e-9 && baseline.retention.unwrap().value.abs() < 1e-9);
+    }
+    // The reference is far more likely with the whole history than after a hard truncation.
+    let (f, b) = (full.nll_facts.unwrap(), baseline.nll_facts.unwrap());
+    assert!(f.value < b.value, "full {f:?} vs baseline {b:?}");
 
     // The JSON validates against the documented schema, and a broken copy does not.
     let mut doc = serde_json::to_value(vec![r.clone()]).unwrap();
@@ -176,4 +190,34 @@ fn agentic_tiny_run_smollm2_two_strategies() {
     let md = agentic::markdown(&[result]);
     assert!(md.contains("| none |") && md.contains("| v2 |"), "{md}");
     eprintln!("{md}");
+}
+
+/// v2.1's Δ by likelihood on the real model: the full-context recap
+/// generated once, every trial scored (no generation per trial), and the
+/// plan ranked by it rather than falling back to Φ.
+#[test]
+fn v21_delta_by_likelihood_smollm2() {
+    let path = root().join("models/SmolLM2-135M-Instruct.Q4_1.gguf");
+    if !path.exists() {
+        assert!(std::env::var("MF_REQUIRE_MODELS").as_deref() != Ok("1"), "{} is missing", path.display());
+        eprintln!("skipped: {} is missing (run `make models`)", path.display());
+        return;
+    }
+    let scenarios = load::load_dir(&root().join("scenarios/compaction"), &["lookup-short".to_owned()]).unwrap();
+    let mut lc = LlamaConfig::new(&path).with_n_ctx(2048);
+    lc.n_threads = Some(1);
+    let model = Model::llama(Arc::new(LlamaSession::load(lc).unwrap())).unwrap();
+    let s = &scenarios[0].scenario;
+    let budget = RunConfig::default().budget;
+    let mut plan = mf_forgetting::PlanConfig::default();
+    plan.sampling.max_tokens = 48;
+    let cp = mf_bench::condition::compact(&model, Condition::V21, &s.messages, &budget, &plan, 24, mf_agent::model::DeltaSource::Likelihood).unwrap();
+    eprintln!("notes: {:?}", cp.notes);
+    assert!(cp.evaluator_calls > 1, "one evaluation per trial: {}", cp.evaluator_calls);
+    assert!(!cp.notes.iter().any(|n| n.contains("ranked by Φ instead")), "Δ by likelihood did not fall back: {:?}", cp.notes);
+    let stats = model.stats();
+    let ev = stats.get(&mf_bench::model::Purpose::Evaluator).copied().unwrap_or_default();
+    // One generation (the recap on the full context), then scoring: the trials generate nothing.
+    assert!(ev.completion_tokens <= 24, "only the full-context recap is generated: {ev:?}");
+    assert!(ev.calls as usize > cp.evaluator_calls, "each trial's scoring is reported as a call: {ev:?}");
 }

@@ -47,7 +47,7 @@ mod summary;
 use std::time::{Duration, Instant};
 
 use mf_forgetting::{Budget, Compaction, CompactionPlan, ForgettingError, Message, PlanConfig, Ranking, StrategyKind};
-use mf_inference::{Backend, CancelToken, ChatMessage, GenerateRequest, Generation, Sampling, StopReason, ToolSpec};
+use mf_inference::{Backend, CancelToken, ChatMessage, GenerateRequest, Generation, KvStats, Sampling, ScoreRequest, Scored, StopReason, ToolSpec, Usage};
 use tokio::runtime::Handle;
 
 pub use chat::{chat_history, from_chat, to_chat};
@@ -120,6 +120,37 @@ impl ModelCalls<'_> {
         Ok(gs)
     }
 
+    /// Scores `continuations` by log-probability after `messages`; each is
+    /// reported to `on_call` as a call that generated nothing (its prompt
+    /// and decoded tokens, an even share of the time).
+    fn score(&self, messages: Vec<ChatMessage>, continuations: Vec<String>, purpose: Purpose) -> Result<Vec<Scored>, String> {
+        if self.cancel.is_cancelled() {
+            return Err("cancelled".into());
+        }
+        let t = Instant::now();
+        let req = ScoreRequest { messages, tools: Vec::new(), continuations };
+        let scored = self.handle.block_on(self.backend.score(req, self.cancel.clone())).map_err(|e| e.to_string())?;
+        let n = scored.len().max(1) as u32;
+        for s in &scored {
+            let prompt_tokens = s.prompt_tokens + s.tokens.len() as u32;
+            let kv = KvStats { prompt_tokens, decoded: s.decoded, reused: prompt_tokens.saturating_sub(s.decoded), ..KvStats::default() };
+            let g = Generation {
+                raw_text: String::new(),
+                content: String::new(),
+                thinking: None,
+                tool_calls: Vec::new(),
+                tool_parse_error: None,
+                stop_reason: StopReason::EndOfTurn,
+                usage: Usage { kv, completion_tokens: 0, thinking_tokens: 0 },
+            };
+            (self.on_call)(purpose, &g, t.elapsed() / n);
+        }
+        if self.cancel.is_cancelled() {
+            return Err("cancelled".into());
+        }
+        Ok(scored)
+    }
+
     fn count(&self, msgs: &[ChatMessage], tools: &[ToolSpec]) -> Result<u32, String> {
         self.handle.block_on(self.backend.count_tokens(msgs, tools)).map_err(|e| e.to_string())
     }
@@ -177,8 +208,12 @@ pub fn compact(
     let mut probe_calls = 0;
     let question = mf_forgetting::message::question_index(history).and_then(|i| history.get(i)).map(|m| m.content.clone()).unwrap_or_default();
     let mut config = spec.config.clone();
-    let planned = if spec.strategy == StrategyKind::V21 && spec.delta == DeltaSource::Model && config.ranking == Ranking::Withholding {
+    let by_model = matches!(spec.delta, DeltaSource::Model | DeltaSource::Likelihood);
+    let planned = if spec.strategy == StrategyKind::V21 && by_model && config.ranking == Ranking::Withholding {
         let mut probe = ModelProbe::new(model, question, spec.probe_max_tokens).with_reserve(reserve);
+        if spec.delta == DeltaSource::Likelihood {
+            probe = probe.by_likelihood();
+        }
         let first = mf_forgetting::plan(spec.strategy, history, &spec.budget, &counter, &config, Some(&mut probe));
         probe_calls = probe.calls;
         match first {

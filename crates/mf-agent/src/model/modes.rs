@@ -34,22 +34,29 @@ impl SummaryPass {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DeltaSource {
-    /// The withholding test asked of the model ([`ModelProbe`]).
+    /// The withholding test asked of the model ([`ModelProbe`]): an answer
+    /// generated per trial, Perf = the share of the full-context answer's
+    /// checkable terms it keeps.
     #[default]
     Model,
+    /// The withholding test by likelihood: the model's full-context answer
+    /// generated once, then each trial scores it by log-probability (no
+    /// generation per trial); Perf = its per-token probability.
+    Likelihood,
     /// Φ-weighted influence (the ablation arm; no extra generations).
     Phi,
 }
 
 impl DeltaSource {
     /// Every source, for a command line's choices.
-    pub const ALL: [DeltaSource; 2] = [DeltaSource::Model, DeltaSource::Phi];
+    pub const ALL: [DeltaSource; 3] = [DeltaSource::Model, DeltaSource::Likelihood, DeltaSource::Phi];
 
     /// Its name on a command line and in settings.
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
             DeltaSource::Model => "model",
+            DeltaSource::Likelihood => "likelihood",
             DeltaSource::Phi => "phi",
         }
     }

@@ -1,5 +1,14 @@
-//! v2.1's withholding test asked of the model: Perf(ctx) is the share of
-//! the checkable terms of its full-context answer that its answer keeps.
+//! v2.1's withholding test asked of the model. Two ways to measure
+//! Perf(ctx), both anchored on the model's own greedy answer to the question
+//! over the full context (the first evaluation):
+//! - *terms* (the default): an answer is generated under each context and
+//!   Perf is the share of the full-context answer's checkable terms
+//!   (numbers, identifiers, names) it keeps — a step function of a short
+//!   generation;
+//! - *likelihood*: no answer is generated per trial; the full-context
+//!   answer is scored by log-probability after each context and Perf is its
+//!   per-token probability (the geometric mean), a continuous measure on
+//!   the same 0–1 scale, at the cost of a prefill instead of a generation.
 
 use mf_forgetting::{ForgettingError, Message, ProbeEvaluator};
 use mf_inference::{ChatMessage, Generation, Sampling};
@@ -18,6 +27,9 @@ pub struct ModelProbe<'a> {
     model: ModelCalls<'a>,
     question: String,
     reference: Option<Vec<String>>,
+    /// The full-context answer, in likelihood mode once it is generated.
+    answer: Option<String>,
+    likelihood: bool,
     max_tokens: u32,
     /// The loop's reply reserve `G`: a test's prompt leaves at least this
     /// much room after it (no call of the loop goes over `C − G`).
@@ -35,7 +47,7 @@ impl std::fmt::Debug for ModelProbe<'_> {
 impl<'a> ModelProbe<'a> {
     /// A test that asks `question`, each answer at most `max_tokens` long.
     pub fn new(model: ModelCalls<'a>, question: String, max_tokens: u32) -> Self {
-        ModelProbe { model, question, reference: None, max_tokens, reserve: 0, calls: 0 }
+        ModelProbe { model, question, reference: None, answer: None, likelihood: false, max_tokens, reserve: 0, calls: 0 }
     }
 
     /// Leaves room for `reserve` tokens after every test's prompt, or for
@@ -44,6 +56,32 @@ impl<'a> ModelProbe<'a> {
     pub fn with_reserve(mut self, reserve: u32) -> Self {
         self.reserve = reserve;
         self
+    }
+
+    /// Measures Perf by likelihood (see the module docs).
+    #[must_use]
+    pub fn by_likelihood(mut self) -> Self {
+        self.likelihood = true;
+        self
+    }
+
+    /// Perf by likelihood: the full-context answer's per-token probability after `msgs`.
+    fn likelihood_perf(&mut self, msgs: Vec<ChatMessage>) -> Result<f64, ForgettingError> {
+        let answer = match &self.answer {
+            Some(a) => a.clone(),
+            None => {
+                let g = self.model.generate(msgs.clone(), Vec::new(), Sampling::greedy(self.max_tokens), Purpose::Probe).map_err(ForgettingError::Evaluator)?;
+                let a = g.content.trim().to_owned();
+                if a.is_empty() {
+                    return Err(ForgettingError::Evaluator("the model's answer on the full context is empty".into()));
+                }
+                self.answer = Some(a.clone());
+                a
+            }
+        };
+        let scored = self.model.score(msgs, vec![answer], Purpose::Probe).map_err(ForgettingError::Evaluator)?;
+        let lp = scored.first().and_then(|s| s.nll_per_token()).ok_or_else(|| ForgettingError::Evaluator("the answer has no tokens to score".into()))?;
+        Ok((-lp).exp())
     }
 }
 
@@ -106,12 +144,15 @@ impl ProbeEvaluator for ModelProbe<'_> {
     fn perf(&mut self, context: &[Message]) -> Result<f64, ForgettingError> {
         let msgs = self.messages(context)?;
         self.calls += 1;
+        if self.likelihood {
+            return self.likelihood_perf(msgs);
+        }
         let g = self.model.generate(msgs, Vec::new(), Sampling::greedy(self.max_tokens), Purpose::Probe).map_err(ForgettingError::Evaluator)?;
         self.score(&g)
     }
 
     fn perf_many(&mut self, contexts: &[Vec<Message>]) -> Result<Vec<f64>, ForgettingError> {
-        if !self.model.branched || contexts.len() < 2 || self.reference.is_none() {
+        if self.likelihood || !self.model.branched || contexts.len() < 2 || self.reference.is_none() {
             return contexts.iter().map(|c| self.perf(c)).collect();
         }
         let mut requests = Vec::with_capacity(contexts.len());
@@ -124,7 +165,11 @@ impl ProbeEvaluator for ModelProbe<'_> {
     }
 
     fn describe(&self) -> String {
-        "the model itself: Perf = share of the numbers/identifiers of its full-context answer that its answer keeps".into()
+        if self.likelihood {
+            "the model itself by likelihood: Perf = per-token probability of its full-context answer after the context".into()
+        } else {
+            "the model itself: Perf = share of the numbers/identifiers of its full-context answer that its answer keeps".into()
+        }
     }
 }
 

@@ -177,8 +177,10 @@ struct RunArgs {
     /// Conditions, comma-separated: full, baseline, masking, v1, v2, v2.1, or all.
     #[arg(long, default_value = "all")]
     conditions: String,
-    /// Scorers: keyword, judge, or all.
-    #[arg(long, default_value = "keyword,judge")]
+    /// Scorers, comma-separated: likelihood (the reference and wrong answers
+    /// scored by log-probability after each context: no answer generated),
+    /// keyword and judge (over generated answers), or all.
+    #[arg(long, default_value = "likelihood")]
     scorers: String,
     /// Repetitions (mean ± sd over them).
     #[arg(long, default_value_t = 1)]
@@ -215,6 +217,12 @@ struct RunArgs {
     /// the highest Δ while evaluations remain.
     #[arg(long, default_value_t = 0)]
     withholding_budget: usize,
+    /// v2.1: how the withholding test measures Perf: model (an answer
+    /// generated per trial, its checkable terms compared), likelihood (the
+    /// full-context answer scored by log-probability under each trial), phi
+    /// (no test: Φ-influence, the ablation arm).
+    #[arg(long, default_value_t = mf_agent::model::DeltaSource::default())]
+    delta: mf_agent::model::DeltaSource,
     /// Ask the probes of one compacted context in one branched call: the
     /// context decoded once, the answers generated side by side (llama.cpp).
     #[arg(long)]
@@ -543,6 +551,7 @@ fn bench(a: RunArgs) -> Result<()> {
         },
         scenarios_dir: a.scenarios.display().to_string(),
         branched: a.branched,
+        delta: a.delta,
         ..RunConfig::default()
     };
     let (n_workers, per_worker) = split_threads(&a)?;

@@ -71,13 +71,15 @@ pub fn merge(parts: Vec<ModelResult>) -> Result<ModelResult, String> {
     let judged = m.judge.is_some();
     let names: Vec<String> = m.conditions.iter().map(|c| c.condition.clone()).collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    m.conditions = condition_summaries(&names, &m.scores, &m.compactions, judged);
-    let kw = aggregate(&m.scores, |r| Some(r.score));
+    let rows = super::answered(&m.scores);
+    m.conditions = condition_summaries(&names, &rows, &m.compactions, judged);
+    let kw = aggregate(&rows, |r| Some(r.score));
     m.overall = kw.overall;
     m.by_class = kw.by_class;
     m.by_dimension = kw.by_dimension;
-    m.judge = judged.then(|| aggregate(&m.scores, |r| r.judge));
-    m.worst_cells = cells(&m.scores);
+    m.judge = judged.then(|| aggregate(&rows, |r| r.judge));
+    m.worst_cells = cells(&rows);
+    m.likelihood = crate::likelihood::summary_of(&m.scores, &m.compactions, &names);
     m.control_brackets = brackets(&m.controls, judged);
     if m.speed.probe_prefill_ratio.is_some() {
         let probe = m.speed.calls.get("probe").copied().unwrap_or_default();

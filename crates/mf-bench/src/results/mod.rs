@@ -20,6 +20,16 @@ use crate::model::CallStats;
 pub use aggregate::{aggregate, brackets, cells, condition_summaries, stat};
 pub use merge::merge;
 
+/// The stop reason of a row whose answer was not generated (only the
+/// likelihood scorer ran): its keyword score means nothing.
+pub const NOT_GENERATED: &str = "not_generated";
+
+/// The rows with a generated answer (what the keyword scorer and the judge grade).
+#[must_use]
+pub fn answered(rows: &[ScoreRow]) -> Vec<ScoreRow> {
+    rows.iter().filter(|r| r.stop_reason != NOT_GENERATED).cloned().collect()
+}
+
 /// One probe answered under one condition in one repetition.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
@@ -59,6 +69,9 @@ pub struct ScoreRow {
     /// asked once (same prompt, seed and sampling) and is reused here.
     #[serde(default)]
     pub shared_from: Option<String>,
+    /// The likelihood scorer's figures for this probe and condition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub likelihood: Option<crate::likelihood::LikelihoodScore>,
 }
 
 /// A control answer's grades.
@@ -323,6 +336,12 @@ pub struct Settings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional = nullable))]
     pub branched: Option<bool>,
+    /// How v2.1's withholding test measured Perf (`model`: an answer
+    /// generated per trial; `likelihood`; `phi`); absent in results written
+    /// before it was recorded (they used `model`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional = nullable))]
+    pub delta: Option<String>,
     /// Scenario directory.
     pub scenarios_dir: String,
     /// Scenarios run.
@@ -363,4 +382,7 @@ pub struct ModelResult {
     pub empty_by_budget: usize,
     /// Wall time, seconds.
     pub wall_s: f64,
+    /// The likelihood scorer's summary (when it ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub likelihood: Option<crate::likelihood::LikelihoodSummary>,
 }

@@ -23,6 +23,7 @@ fn row(scenario: &str, condition: &str, rep: u32, score: u8, judge: Option<u8>) 
         thinking_tokens: 0,
         retried: false,
         shared_from: None,
+        likelihood: None,
     }
 }
 
@@ -79,11 +80,13 @@ fn result(scenario: &str, rows: Vec<ScoreRow>) -> ModelResult {
             summary_max_tokens: Some(256),
             withholding_budget: 0,
             branched: None,
+            delta: None,
             scenarios_dir: "d".into(),
             scenarios: vec![scenario.into()],
         },
         empty_by_budget: 0,
         wall_s: 10.0,
+        likelihood: None,
     }
 }
 

@@ -188,7 +188,11 @@ retried: boolean,
  * message, to an earlier condition's, that condition: the answer was
  * asked once (same prompt, seed and sampling) and is reused here.
  */
-shared_from: string | null, };
+shared_from: string | null, 
+/**
+ * The likelihood scorer's figures for this probe and condition.
+ */
+likelihood?: LikelihoodScore | null, };
 
 export type ControlRow = { 
 /**
@@ -423,6 +427,12 @@ withholding_budget: number,
  */
 branched?: boolean | null, 
 /**
+ * How v2.1's withholding test measured Perf (`model`: an answer
+ * generated per trial; `likelihood`; `phi`); absent in results written
+ * before it was recorded (they used `model`).
+ */
+delta?: string | null, 
+/**
  * Scenario directory.
  */
 scenarios_dir: string, 
@@ -491,7 +501,11 @@ empty_by_budget: number,
 /**
  * Wall time, seconds.
  */
-wall_s: number, };
+wall_s: number, 
+/**
+ * The likelihood scorer's summary (when it ran).
+ */
+likelihood?: LikelihoodSummary | null, };
 
 export type BenchEvent = { "type": "started", 
 /**
