@@ -17,7 +17,12 @@ echo "==> UI in a real browser (Chromium, scripted shell; screenshots in artifac
 npm -w ui run e2e:web
 echo "==> UI production build (ui/dist: the desktop app embeds it at compile time)"
 npm -w ui run build
+echo "==> cargo fmt --check (rustfmt.toml)"
+cargo fmt --all --check
 echo "==> cargo test --workspace"
+# setup fetched the test models and the OpenAI-compatible test server: a test
+# that needs one fails by name instead of passing without it.
+export MF_REQUIRE_MODELS=1
 cargo test --workspace --all-targets --locked 2>&1
 echo "==> desktop app: real window under Xvfb (SmolLM2, loopback API, benchmark; screenshots in artifacts/screenshots/app)"
 cargo build -p measured-forgetting -p mf-tools -p mf-cli --bins --locked 2>&1
