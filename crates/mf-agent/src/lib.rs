@@ -30,10 +30,10 @@ pub mod tools;
 
 pub use agent::{Agent, AgentSettings, BEFORE_COMPACTION, Outcome, SYSTEM_PROMPT, Undone, parse_strategy};
 pub use compact::{DeltaSource, SummaryPass};
+pub use engine::{EngineChoice, EngineKind, EngineSpec, KeySource};
 pub use error::AgentError;
 pub use events::{AgentEvent, EventSink, ExitReason, Forecast, Gauge, McpOrigin, Purpose, SummaryBy, VecSink};
 pub use model::UnknownName;
-pub use engine::{EngineChoice, EngineKind, EngineSpec, KeySource};
 pub use session::{KvMiss, Launch, Resume, RunSpec, Sessions, ToolsSpec};
 pub use settings::{ApprovalMode, RunSettings, SettingError, SettingErrors, ToolApprovals};
 pub use store::{InvestigationRow, SessionStatus, Store, StoreSink};

@@ -380,9 +380,8 @@ async fn tools_for(spec: &RunSpec, backend: &Arc<dyn Backend>, tools: Option<Arc
 /// that fails, or whose tools would take more than their share of the
 /// model's window, is a note, and its tools are not offered).
 async fn registry(spec: &RunSpec, backend: &Arc<dyn Backend>) -> Result<(Arc<ToolRegistry>, Vec<String>), AgentError> {
-    let registry = Arc::new(
-        ToolRegistry::new(spec.tools.settings(spec.agent.max_argument_bytes)?).await.map_err(|e| AgentError::InvalidSetting(format!("tools: {e}")))?,
-    );
+    let registry =
+        Arc::new(ToolRegistry::new(spec.tools.settings(spec.agent.max_argument_bytes)?).await.map_err(|e| AgentError::InvalidSetting(format!("tools: {e}")))?);
     let mut notes = Vec::new();
     if registry.mcp_status().is_empty() {
         return Ok((registry, notes));
