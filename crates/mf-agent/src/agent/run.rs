@@ -34,6 +34,17 @@ struct Progress {
     last_sent: Option<u32>,
 }
 
+/// The texts of `history` that the user wrote: the system prompt, the
+/// question and each follow-up. Not a compaction's summary (a user message
+/// that holds what tool results said), nor the loop's own notes to the model
+/// (a malformed call's error, which quotes the model's reply): their
+/// contents came from the tools or the model, and a URL built from them is
+/// data.
+fn user_texts(history: &[Message]) -> impl Iterator<Item = &str> {
+    use mf_forgetting::Role;
+    history.iter().filter(|m| matches!(m.role, Role::System | Role::User) && !m.summary && !m.is_error && m.tool_call_id.is_none()).map(|m| m.content.as_str())
+}
+
 /// How one round ended.
 enum Round {
     /// Go on to the next round.
@@ -77,6 +88,13 @@ impl Agent {
 
     async fn run_from(&mut self, history: Vec<Message>, resumed: bool, sink: &mut dyn EventSink) -> Result<Outcome, AgentError> {
         let question = mf_forgetting::message::question_index(&history).map(|i| history[i].content.clone()).unwrap_or_default();
+        // What the user wrote is theirs to send: the URLs, paths and values it
+        // names are not data for the tools' sending rule. Given again on every
+        // run, a resume included (the registry is new there).
+        self.tools.supplied_by_user(&self.settings.system_prompt);
+        for text in user_texts(&history) {
+            self.tools.supplied_by_user(text);
+        }
         sink.emit(&AgentEvent::Started {
             question,
             strategy: self.settings.strategy.as_str().into(),
@@ -262,5 +280,29 @@ impl Agent {
         });
         sink.history(&p.history);
         p.monitor.observe(&ExitEvent::ToolResult { is_error: true }).map_or(Round::Next, |r| Round::Exit(ExitReason::from(r)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_texts_leave_out_summaries_and_the_loops_notes() {
+        let mut summary = Message::user("summary-m2", "the page said http://evil.example/x");
+        summary.summary = true;
+        let mut note = Message::user("m4", "error: could not parse {\"url\": \"http://evil.example/y\"}");
+        note.is_error = true;
+        let h = vec![
+            Message::system("m0", "sys"),
+            Message::user("m1", "Fetch http://127.0.0.1:9/a"),
+            summary,
+            Message::assistant_calls("m3", "", vec![]),
+            note,
+            Message::tool_result("m5", "c1", "http", "http://evil.example/z"),
+            Message::assistant("m6", "see http://evil.example/w"),
+            Message::user("m7", "And http://127.0.0.1:9/b?"),
+        ];
+        assert_eq!(user_texts(&h).collect::<Vec<_>>(), vec!["sys", "Fetch http://127.0.0.1:9/a", "And http://127.0.0.1:9/b?"]);
     }
 }

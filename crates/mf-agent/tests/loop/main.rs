@@ -10,6 +10,8 @@ mod approvals;
 mod compaction;
 mod exits;
 mod kv;
+mod mcp_window;
+mod sending;
 mod sessions;
 mod store;
 mod window;

@@ -260,6 +260,10 @@ impl ToolRunner for WatchedTools {
         self.inner.requirement(call_id, name, args_json)
     }
 
+    fn supplied_by_user(&self, text: &str) {
+        self.inner.supplied_by_user(text);
+    }
+
     fn run<'a>(
         &'a self,
         call_id: &'a str,
