@@ -122,6 +122,140 @@ judge_mean: number | null,
  */
 judge_min: number | null, };
 
+export type LikelihoodScore = { 
+/**
+ * NLL per token of the whole reference answer (nats).
+ */
+nll_reference: number, 
+/**
+ * NLL per token over the reference's fact spans (nats).
+ */
+nll_facts: number, 
+/**
+ * Tokens of the reference.
+ */
+reference_tokens: number, 
+/**
+ * Tokens in its fact spans.
+ */
+fact_tokens: number, 
+/**
+ * Whether a required keyword was found in the reference (else the fact
+ * spans are the whole reference).
+ */
+facts_found: boolean, 
+/**
+ * Mean log-probability per token of each wrong answer, in the probe's order.
+ */
+wrong_logprob?: Array<number>, 
+/**
+ * Whether the reference out-scored every wrong answer (`None` without wrong answers).
+ */
+choice?: boolean | null, };
+
+export type Interval = { 
+/**
+ * The estimate on all probes.
+ */
+value: number, 
+/**
+ * 2.5th percentile of the bootstrap.
+ */
+lo: number, 
+/**
+ * 97.5th percentile.
+ */
+hi: number, 
+/**
+ * Probes it rests on.
+ */
+n: number, };
+
+export type LikelihoodCondition = { 
+/**
+ * The condition.
+ */
+condition: string, 
+/**
+ * Retention over the probes with signal (`None` when no probe has any).
+ */
+retention: Interval | null, 
+/**
+ * Mean fact-span NLL per token over every probe scored, with its
+ * interval: where full's and baseline's do not overlap, the model
+ * reads the middle of the history at all.
+ */
+nll_facts: Interval | null, 
+/**
+ * Choice accuracy over probes with wrong answers.
+ */
+choice: Interval | null, 
+/**
+ * Probes scored.
+ */
+probes: number, 
+/**
+ * Probes left out of R here because this condition's compaction grew
+ * the history (it is not ranked as that strategy on that scenario).
+ */
+grew: number, };
+
+export type Paired = { 
+/**
+ * First condition.
+ */
+a: string, 
+/**
+ * Second condition.
+ */
+b: string, 
+/**
+ * Probes (with signal) where `a`'s fact-span NLL is lower.
+ */
+a_better: number, 
+/**
+ * Where `b`'s is lower.
+ */
+b_better: number, 
+/**
+ * Within 0.01 nats of each other.
+ */
+ties: number, };
+
+export type LikelihoodSummary = { 
+/**
+ * The margin used ([`SIGNAL_MARGIN`]).
+ */
+margin: number, 
+/**
+ * Probes (× repetitions) scored under both full and baseline.
+ */
+probes: number, 
+/**
+ * Of those, probes whose full–baseline gap is under the margin: no signal for this model, left out of R.
+ */
+no_signal: number, 
+/**
+ * The choice test's chance accuracy (mean over probes with wrong answers).
+ */
+chance: number | null, 
+/**
+ * Per condition, in run order.
+ */
+conditions: Array<LikelihoodCondition>, 
+/**
+ * R per class, then condition.
+ */
+by_class: { [key in string]: { [key in string]: Interval | null } }, 
+/**
+ * R per probe dimension, then condition.
+ */
+by_dimension: { [key in string]: { [key in string]: Interval | null } }, 
+/**
+ * Pairwise comparisons over the probes with signal.
+ */
+paired: Array<Paired>, };
+
 export type ScoreRow = { 
 /**
  * Scenario id.
