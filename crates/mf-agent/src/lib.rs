@@ -28,6 +28,19 @@ pub mod settings;
 pub mod store;
 pub mod tools;
 
+/// The generated TypeScript files' check, one for every generator in the crate.
+#[cfg(test)]
+pub(crate) fn assert_generated_ts(file: &str, want: &str) {
+    #![allow(clippy::unwrap_used)]
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ui/src/lib/generated").join(file);
+    if std::env::var_os("MF_UPDATE_TS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, want).unwrap();
+    }
+    let have = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(have == want, "{} is stale: run `MF_UPDATE_TS=1 cargo test -p mf-agent typescript` and commit it", path.display());
+}
+
 pub use agent::{Agent, AgentSettings, BEFORE_COMPACTION, Outcome, SYSTEM_PROMPT, Undone, parse_strategy};
 pub use compact::{DeltaSource, SummaryPass};
 pub use engine::{EngineChoice, EngineKind, EngineSpec, KeySource};

@@ -655,14 +655,7 @@ mod tests {
 
     #[test]
     fn typescript_types_are_current() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ui/src/lib/generated/settings.ts");
-        let want = typescript();
-        if std::env::var_os("MF_UPDATE_TS").is_some() {
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(&path, &want).unwrap();
-        }
-        let have = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(have == want, "{} is stale: run `MF_UPDATE_TS=1 cargo test -p mf-agent typescript` and commit it", path.display());
+        crate::assert_generated_ts("settings.ts", &typescript());
     }
 
     #[test]

@@ -160,6 +160,29 @@ fn ask_condition(
     Ok(())
 }
 
+/// A row of `p` under `c` with no answer (scored 0), ended by `stop_reason`.
+fn unanswered(s: &mf_forgetting::Scenario, p: &Probe, c: Condition, rep: u32, stop_reason: &str) -> ScoreRow {
+    ScoreRow {
+        scenario: s.id.clone(),
+        probe: p.id.clone(),
+        condition: c.as_str().to_owned(),
+        dimension: enum_name(&p.dimension),
+        score: 0,
+        answer: String::new(),
+        class: enum_name(&s.class),
+        length: enum_name(&s.length),
+        rep,
+        judge: None,
+        judge_raw: None,
+        stop_reason: stop_reason.to_owned(),
+        completion_tokens: 0,
+        thinking_tokens: 0,
+        retried: false,
+        shared_from: None,
+        likelihood: None,
+    }
+}
+
 /// Scores every probe of `s` by likelihood over one condition's compacted
 /// context (reference and wrong answers teacher-forced after the context and
 /// the question), or copies the scores of an earlier condition whose context
@@ -188,25 +211,9 @@ fn score_condition(
         };
         match out.rows.iter_mut().find(|r| r.probe == p.id && r.condition == c.as_str()) {
             Some(r) => r.likelihood = Some(lik),
-            None => out.rows.push(ScoreRow {
-                scenario: s.id.clone(),
-                probe: p.id.clone(),
-                condition: c.as_str().to_owned(),
-                dimension: enum_name(&p.dimension),
-                score: 0,
-                answer: String::new(),
-                class: enum_name(&s.class),
-                length: enum_name(&s.length),
-                rep,
-                judge: None,
-                judge_raw: None,
-                stop_reason: NOT_GENERATED.to_owned(),
-                completion_tokens: 0,
-                thinking_tokens: 0,
-                retried: false,
-                shared_from: same.map(|c0| c0.as_str().to_owned()),
-                likelihood: Some(lik),
-            }),
+            None => {
+                out.rows.push(ScoreRow { shared_from: same.map(|c0| c0.as_str().to_owned()), likelihood: Some(lik), ..unanswered(s, p, c, rep, NOT_GENERATED) })
+            }
         }
     }
     Ok(())
@@ -310,25 +317,7 @@ pub(crate) fn run_scenario(
     }
     for c in &failed {
         for p in &s.probes {
-            out.rows.push(ScoreRow {
-                scenario: s.id.clone(),
-                probe: p.id.clone(),
-                condition: c.as_str().to_owned(),
-                dimension: enum_name(&p.dimension),
-                score: 0,
-                answer: String::new(),
-                class: enum_name(&s.class),
-                length: enum_name(&s.length),
-                rep,
-                judge: cfg.scorers.judge.then_some(0),
-                judge_raw: None,
-                stop_reason: "compaction_failed".to_owned(),
-                completion_tokens: 0,
-                thinking_tokens: 0,
-                retried: false,
-                shared_from: None,
-                likelihood: None,
-            });
+            out.rows.push(ScoreRow { judge: cfg.scorers.judge.then_some(0), ..unanswered(s, p, *c, rep, "compaction_failed") });
         }
         step(format!("{} · {} · rep {} (compaction failed)", s.id, c, rep + 1));
     }
