@@ -225,9 +225,13 @@ export class ScriptedShell {
         return structuredClone(settings);
       case 'save_settings':
         return args.settings;
-      case 'validate_settings':
-        // The scripted settings are valid; the real resolver is mf-agent's.
-        return [];
+      case 'validate_settings': {
+        // A scripted answer for the one mistake the test makes (the real
+        // resolver is mf-agent's, tested there): the window shows what the
+        // backend says, under the field it names.
+        const s = args.settings as Settings;
+        return s.reserve >= s.context ? [{ field: 'reserve', message: `Generation reserve must be smaller than the context size (${s.context}).` }] : [];
+      }
       case 'list_models':
         return [
           { name: 'SmolLM2-135M-Instruct.Q4_1.gguf', path: 'models/SmolLM2-135M-Instruct.Q4_1.gguf', size_bytes: 98_000_000 },
