@@ -603,7 +603,16 @@ fn bench(a: RunArgs) -> Result<()> {
         all.push(r);
     }
     let json = serde_json::to_string_pretty(&all)?;
-    schema::validate_results(&serde_json::from_str(&json)?)?;
+    if let Err(e) = schema::validate_results(&serde_json::from_str(&json)?) {
+        // A run of an hour is not thrown away for a schema mismatch: the
+        // results go beside the file asked for, and the error says where.
+        if let Some(out) = &a.out {
+            let kept = out.with_extension("rejected.json");
+            std::fs::write(&kept, &json).with_context(|| format!("cannot write {}", kept.display()))?;
+            bail!("{e}; the results were written to {} instead of {}", kept.display(), out.display());
+        }
+        return Err(e.into());
+    }
     if let Some(out) = &a.out {
         std::fs::write(out, &json).with_context(|| format!("cannot write {}", out.display()))?;
     }
