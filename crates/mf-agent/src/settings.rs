@@ -162,7 +162,9 @@ pub struct RunSettings {
     pub temperature: f32,
     /// Sampling seed.
     pub seed: u32,
-    /// Optional cap on rounds (exits are dynamic).
+    /// Optional cap on rounds (exits are dynamic). 0 stops before the first
+    /// round: a stored, resumable investigation that has not called the
+    /// model yet (the app's tests resume such a session started by `mf`).
     #[cfg_attr(test, ts(optional = nullable))]
     pub safety_cap: Option<u32>,
     /// The system prompt (`None`: the loop's own).
@@ -409,9 +411,6 @@ fn resolve_agent(s: &RunSettings, e: &mut SettingErrors) -> AgentSettings {
     }
     if !(s.temperature.is_finite() && s.temperature >= 0.0) {
         e.add("temperature", "The temperature must be 0 (greedy) or more.");
-    }
-    if s.safety_cap == Some(0) {
-        e.add("safety_cap", "A safety cap must allow at least 1 round (leave it off for none).");
     }
     if s.system_prompt.as_deref().is_some_and(|p| p.trim().is_empty()) {
         e.add("system_prompt", "The system prompt must not be empty (remove it to use the default).");

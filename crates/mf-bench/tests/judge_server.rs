@@ -70,7 +70,8 @@ fn a_judge_on_a_server_that_fails_its_brackets_is_marked_not_evidence() {
     let out_file = dir.path().join("r.json");
     let out = Command::new(env!("CARGO_BIN_EXE_bench-forgetting"))
         .current_dir(root())
-        .args(["--model", model.to_str().unwrap(), "--filter", "lookup-short", "--conditions", "full", "--threads", "1", "--answer-tokens", "32", "--scorers", "keyword,judge"])
+        .args(["--model", model.to_str().unwrap(), "--filter", "lookup-short", "--conditions", "full", "--threads", "1", "--answer-tokens", "32"])
+        .args(["--scorers", "keyword,judge"])
         .args(["--judge-openai", &format!("http://127.0.0.1:{port}/v1"), "--judge-model", "always-three", "--out"])
         .arg(&out_file)
         .output()

@@ -116,7 +116,9 @@ temperature: number,
  */
 seed: number, 
 /**
- * Optional cap on rounds (exits are dynamic).
+ * Optional cap on rounds (exits are dynamic). 0 stops before the first
+ * round: a stored, resumable investigation that has not called the
+ * model yet (the app's tests resume such a session started by `mf`).
  */
 safety_cap?: number | null, 
 /**
