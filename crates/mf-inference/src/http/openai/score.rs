@@ -211,33 +211,10 @@ impl OpenAiBackend {
             }
             let full = format!("{prompt}{c}");
             let (url, reply) = self.echo_logprobs(&full).await?;
-            let v = match reply {
-                Ok(v) => v,
-                // A refusal on the first call decides it (llama-cpp-python
-                // without logits_all says so in a 400/500).
-                Err((status, body)) if matches!(known, Support::Unknown) && (400..600).contains(&status) && status != 429 && status != 503 => {
-                    let reason = format!("{url} answered {status} to a request for prompt log-probabilities: {body}");
-                    if let Ok(mut s) = self.scoring.lock() {
-                        *s = Support::No(reason.clone());
-                    }
-                    return Err(self.unsupported(reason));
-                }
-                Err((status, body)) => return Err(InferenceError::HttpStatus { url, status, body }),
-            };
-            let tokens = match continuation_tokens(&url, &v, &full, prompt.len()) {
-                Ok(t) => t,
-                Err(e) if matches!(known, Support::Unknown) => {
-                    let reason = format!("{url} returned no prompt log-probabilities ({e})");
-                    if let Ok(mut s) = self.scoring.lock() {
-                        *s = Support::No(reason.clone());
-                    }
-                    return Err(self.unsupported(reason));
-                }
-                Err(e) => return Err(e),
-            };
-            if let Ok(mut s) = self.scoring.lock() {
-                *s = Support::Yes;
-            }
+            // Support was decided by `check_server`: a failure here is this
+            // request's (a prompt over the server's window), not the server's.
+            let v = reply.map_err(|(status, body)| InferenceError::HttpStatus { url: url.clone(), status, body })?;
+            let tokens = continuation_tokens(&url, &v, &full, prompt.len())?;
             let prompt_tokens = v["usage"]["prompt_tokens"].as_u64().map_or(0, |n| n as u32).saturating_sub(tokens.len() as u32);
             out.push(Scored { decoded: prompt_tokens + tokens.len() as u32, tokens, prompt_tokens });
         }
