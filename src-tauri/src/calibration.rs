@@ -91,9 +91,16 @@ pub fn start(state: &AppState, send: impl Fn(CalibrationEvent) + Send + 'static)
         .spawn(move || {
             let run = || -> Result<Calibration, String> {
                 let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| e.to_string())?;
+                let state_key = api_key.clone();
                 let backend = rt.block_on(engine.load(CALIBRATION_CONTEXT, api_key)).map_err(|e| format!("cannot load {}: {e}", engine.model_label()))?;
                 let mut progress = |done, total, row: &CalibrationRow| send(CalibrationEvent::Progress { done, total, row: row.clone() });
-                let c = rt.block_on(calibrate::calibrate(backend, &world, &CalibrationConfig::default(), &mut progress)).map_err(|e| e.to_string())?;
+                // The runs are scored on a second session whose window holds the route's uncompacted history.
+                let scorer = rt
+                    .block_on(engine.load(calibrate::CALIBRATION_SCORE_CONTEXT, state_key.clone()))
+                    .map_err(|e| format!("cannot load {} for scoring: {e}", engine.model_label()))?;
+                let c = rt
+                    .block_on(calibrate::calibrate(backend, Some(scorer), &world, &CalibrationConfig::default(), &mut progress))
+                    .map_err(|e| e.to_string())?;
                 calibrate::store(&dir, &key, &c).map_err(|e| e.to_string())?;
                 Ok(c)
             };

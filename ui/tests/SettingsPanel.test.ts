@@ -15,6 +15,9 @@ describe('SettingsPanel', () => {
     render(SettingsPanel, { api });
     expect((await screen.findByTestId('calibration-recommended')).textContent).toContain('Recommended: v2 at ratio 0.6.');
     expect(screen.getByTestId('calibration').querySelectorAll('tbody tr')).toHaveLength(4);
+    // Retention by likelihood, the ranking's first key; a row that was not scored shows a dash.
+    const r = [...screen.getByTestId('calibration').querySelectorAll('tbody tr')].map((tr) => tr.children[2]!.textContent);
+    expect(r).toEqual(['0.41', '0.12', '0.58', '–']);
     await fireEvent.click(screen.getByRole('button', { name: 'Use the recommendation' }));
     expect((screen.getByLabelText(/Strategy/) as HTMLSelectElement).value).toBe('v2');
     expect(input(/Threshold ratio/).value).toBe('0.6');

@@ -102,7 +102,14 @@ fn mean_logprob(s: &Scored) -> f64 {
 /// log-probabilities after the context.
 #[must_use]
 pub fn score_from(reference: &Scored, wrong: &[Scored], probe: &Probe) -> LikelihoodScore {
-    let spans = fact_spans(&probe.reference, &probe.required);
+    score_reference(reference, wrong, &probe.reference, &probe.required)
+}
+
+/// [`score_from`] for any reference text and its required keywords (a
+/// scenario's probe, a world's).
+#[must_use]
+pub fn score_reference(reference: &Scored, wrong: &[Scored], text: &str, required: &[Keyword]) -> LikelihoodScore {
+    let spans = fact_spans(text, required);
     let mut fact: Vec<f64> = Vec::new();
     let mut seen = vec![false; reference.tokens.len()];
     for &(a, b) in &spans {

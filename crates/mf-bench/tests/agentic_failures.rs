@@ -83,7 +83,7 @@ fn a_failed_run_is_a_failed_row_and_the_runs_after_it_run() {
     let cfg = AgenticConfig { strategies: strategies.clone(), reserve: 128, port: 18971, driver: Driver::Model, ..AgenticConfig::default() };
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let mut seen = Vec::new();
-    let runs = agentic::run_all::<std::convert::Infallible>(&rt, &worlds, &cfg, &mut || Ok(Arc::new(Scripted) as Arc<dyn Backend>), &mut |runs| {
+    let runs = agentic::run_all::<std::convert::Infallible>(&rt, &worlds, &cfg, &mut || Ok(Arc::new(Scripted) as Arc<dyn Backend>), None, &mut |runs| {
         seen.push(runs.len());
         Ok(())
     })
@@ -109,6 +109,7 @@ fn a_failed_run_is_a_failed_row_and_the_runs_after_it_run() {
         model: "scripted".into(),
         summary: agentic::summarise(&runs, &strategies),
         runs: runs.clone(),
+        likelihood: None,
         settings: agentic::AgenticSettings {
             backend: "test".into(),
             driver: "model".into(),
@@ -123,6 +124,7 @@ fn a_failed_run_is_a_failed_row_and_the_runs_after_it_run() {
             tool_grammar: false,
             worlds: ids.map(str::to_owned).to_vec(),
             worlds_dir: "scenarios/agentic".into(),
+            score_ctx: None,
         },
         wall_s: 0.0,
     };

@@ -147,6 +147,7 @@ fn a_world_server_that_dies_ends_the_run_with_a_typed_reason() {
         model: "scripted".into(),
         summary: agentic::summarise(std::slice::from_ref(&r), &[AgenticStrategy::Strategy(StrategyKind::None)]),
         runs: vec![r],
+        likelihood: None,
         settings: agentic::AgenticSettings {
             backend: "test".into(),
             driver: "route".into(),
@@ -161,6 +162,7 @@ fn a_world_server_that_dies_ends_the_run_with_a_typed_reason() {
             tool_grammar: false,
             worlds: vec!["cdn-purge-storm".into()],
             worlds_dir: "scenarios/agentic".into(),
+            score_ctx: None,
         },
         wall_s: 1.0,
     };

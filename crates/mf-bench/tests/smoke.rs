@@ -161,10 +161,38 @@ fn agentic_tiny_run_smollm2_two_strategies() {
         assert_eq!(r.facts_held, r.probes.iter().filter(|p| p.score == 3).count());
         assert_eq!(r.confabulated, r.answer.is_some() && (r.probes.iter().any(|p| !p.wrong_found.is_empty()) || !r.unsupported_numbers.is_empty()));
     }
+    // The likelihood scorer on the world: a second session whose window
+    // holds the uncompacted transcript.
+    let mut sc = LlamaConfig::new(&path).with_n_ctx(4096);
+    sc.n_threads = Some(1);
+    let scorer = LlamaSession::load(sc).unwrap();
+    rt.block_on(agentic::score_world(&scorer, &worlds[0].world, &mut runs));
+    for r in &runs {
+        let l = r.likelihood.as_ref().unwrap_or_else(|| panic!("{} was not scored", r.strategy));
+        assert!(l.unscored.is_empty(), "{:?}", l.unscored);
+        assert_eq!(l.probes.len(), 4);
+        assert!(l.floor_messages <= l.ceiling_messages);
+        // Ceiling and floor are the world's, the same for every run.
+        for (a, b) in runs[0].likelihood.as_ref().unwrap().probes.iter().zip(&l.probes) {
+            assert_eq!((&a.full, &a.floor), (&b.full, &b.floor));
+        }
+        // A run whose context is the ceiling's scores exactly as the ceiling (same prompt, same batch shape).
+        let c = r.contexts.as_ref().unwrap();
+        if r.strategy == l.ceiling_from && c.context == c.transcript {
+            for p in &l.probes {
+                assert!((p.context.nll_facts - p.full.nll_facts).abs() < 1e-9, "{p:?}");
+            }
+        }
+    }
+    let lsum = agentic::likelihood_summary(&runs, &["none", "v2"]).unwrap();
+    let names: Vec<&str> = lsum.conditions.iter().map(|c| c.condition.as_str()).collect();
+    assert_eq!(names, ["full", "baseline", "none", "v2"]);
+    assert_eq!(lsum.probes, 4);
     let result = agentic::AgenticResult {
         model: "SmolLM2".into(),
         summary: agentic::summarise(&runs, &cfg.strategies),
         runs: runs.clone(),
+        likelihood: Some(lsum),
         settings: agentic::AgenticSettings {
             backend: "llama.cpp".into(),
             driver: "model".into(),
@@ -179,16 +207,18 @@ fn agentic_tiny_run_smollm2_two_strategies() {
             tool_grammar: false,
             worlds: vec!["runbook-disk".into()],
             worlds_dir: "scenarios/agentic".into(),
+            score_ctx: Some(4096),
         },
         wall_s: 1.0,
     };
-    assert_eq!(result.summary[1].compactions_mean, f64::from(v2.compactions));
+    assert_eq!(result.summary[1].compactions_mean, f64::from(runs[1].compactions));
     let mut doc = serde_json::to_value(vec![result.clone()]).unwrap();
     agentic::validate_agentic(&doc).unwrap();
     doc[0]["runs"][0]["strategy"] = serde_json::json!("v3");
     assert!(agentic::validate_agentic(&doc).unwrap_err().to_string().contains("$[0].runs[0].strategy"));
     let md = agentic::markdown(&[result]);
     assert!(md.contains("| none |") && md.contains("| v2 |"), "{md}");
+    assert!(md.contains("retention R") && md.contains("| full |"), "{md}");
     eprintln!("{md}");
 }
 

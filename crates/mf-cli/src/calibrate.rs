@@ -9,7 +9,9 @@ use std::time::Instant;
 use anyhow::{Context as _, bail};
 use mf_agent::engine::EngineArgs;
 use mf_agent::{EngineChoice, EngineSpec, RunSettings};
-use mf_bench::agentic::calibrate::{CALIBRATION_CONTEXT, CALIBRATION_WORLD, Calibration, CalibrationConfig, CalibrationRow, calibrate, model_key, store};
+use mf_bench::agentic::calibrate::{
+    CALIBRATION_CONTEXT, CALIBRATION_SCORE_CONTEXT, CALIBRATION_WORLD, Calibration, CalibrationConfig, CalibrationRow, calibrate, model_key, store,
+};
 use mf_forgetting::StrategyKind;
 
 /// Measure each strategy and trigger ratio on this model over a short
@@ -88,7 +90,11 @@ pub async fn run(args: CalibrateArgs) -> anyhow::Result<()> {
             eta
         );
     };
-    let result = calibrate(backend, &world, &cfg, &mut progress).await?;
+    // The runs are scored on a second session of the same model whose
+    // window holds the route's uncompacted history.
+    let scorer =
+        engine.load(CALIBRATION_SCORE_CONTEXT.max(args.ctx), None).await.with_context(|| format!("cannot load {} for scoring", engine.model_label()))?;
+    let result = calibrate(backend, Some(scorer), &world, &cfg, &mut progress).await?;
     let file = model_key(&EngineSpec::from(&engine));
     let out = match &args.out {
         Some(out) => {
@@ -126,15 +132,19 @@ fn engine(args: &EngineArgs) -> anyhow::Result<EngineChoice> {
 /// The rows as a Markdown table, then the recommendation.
 fn table(c: &Calibration) -> String {
     let mut s = format!(
-        "{} on {} (first {} calls, route replayed; C = {}, G = {})\n\n| strategy | ratio | rounds | route | compactions | facts kept | in answer | exit | wall s |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |\n",
+        "{} on {} (first {} calls, route replayed; C = {}, G = {})\n\n| strategy | ratio | R (probes) | rounds | route | compactions | facts kept | in answer | exit | wall s |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |\n",
         c.model, c.world, c.route_len, c.n_ctx, c.reserve
     );
     for r in &c.rows {
+        let retention = r.retention.map_or("–".to_owned(), |x| format!("{x:.2} ({})", r.retention_probes));
         s.push_str(&format!(
-            "| {} | {} | {} | {}/{} | {} | {} / {} | {} | {} | {:.0} |\n",
+            "| {} | {} | {retention} | {} | {}/{} | {} | {} / {} | {} | {} | {:.0} |\n",
             r.strategy, r.ratio, r.rounds, r.route_done, r.route_total, r.compactions, r.facts_kept, r.facts_fetched, r.facts_in_answer, r.exit, r.wall_s
         ));
     }
+    s.push_str(
+        "\nR: retention by likelihood (1 = what the uncompacted history gives the model, 0 = pinned + recent only), over the probes where the two differ.\n",
+    );
     match &c.recommended {
         Some(rec) => s.push_str(&format!("\nRecommended: {} at ratio {} — {}.\n", rec.strategy, rec.ratio, c.reason)),
         None => s.push_str(&format!("\nNo recommendation: {}.\n", c.reason)),

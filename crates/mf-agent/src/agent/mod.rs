@@ -101,6 +101,12 @@ pub struct Outcome {
     pub compactions: u32,
     /// The final history.
     pub history: Vec<Message>,
+    /// The history as it would be had nothing been compacted: every message
+    /// it held, each as first seen (a masked or summarised message keeps its
+    /// original text), in order, without compaction summaries. The ceiling a
+    /// compacted context is measured against; equal to `history` when no
+    /// compaction ran.
+    pub transcript: Vec<Message>,
     /// The largest prompt sent to the model (exact tokens).
     pub max_prompt_tokens: u32,
 }

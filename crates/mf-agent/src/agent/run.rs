@@ -32,6 +32,28 @@ struct Progress {
     max_prompt: u32,
     /// Prompt tokens when the last round was sent (after any compaction).
     last_sent: Option<u32>,
+    /// Every message the history has held, as first seen (see [`Outcome::transcript`]).
+    transcript: Transcript,
+}
+
+/// The history as it would be had nothing been compacted: each message the
+/// first time it is seen (a masked or summarised message keeps its original
+/// text), in order, compaction summaries left out. Recorded from the history
+/// before each compaction and at the end, so it costs nothing per round.
+#[derive(Default)]
+struct Transcript {
+    messages: Vec<Message>,
+    seen: std::collections::HashSet<String>,
+}
+
+impl Transcript {
+    fn record(&mut self, history: &[Message]) {
+        for m in history.iter().filter(|m| !m.summary) {
+            if self.seen.insert(m.id.as_str().to_owned()) {
+                self.messages.push(m.clone());
+            }
+        }
+    }
 }
 
 /// The texts of `history` that the user wrote: the system prompt, the
@@ -114,19 +136,21 @@ impl Agent {
             let _ = monitor.observe(&ExitEvent::ToolCall { name: c.name.clone(), arguments: c.arguments.clone() });
         }
         self.growth.clear();
-        let mut p = Progress { history, monitor, rounds: 0, compactions: 0, max_prompt: 0, last_sent: None };
+        let mut p = Progress { history, monitor, rounds: 0, compactions: 0, max_prompt: 0, last_sent: None, transcript: Transcript::default() };
         let reason = loop {
             match self.round(&mut p, sink).await {
                 Ok(Round::Next) => {}
                 Ok(Round::Answered(text)) => {
                     self.save_resume_point(p.rounds, sink).await;
                     sink.emit(&AgentEvent::Exit { reason: ExitReason::FinalAnswer, rounds: p.rounds, compactions: p.compactions });
+                    p.transcript.record(&p.history);
                     return Ok(Outcome {
                         reason: ExitReason::FinalAnswer,
                         answer: Some(text),
                         rounds: p.rounds,
                         compactions: p.compactions,
                         history: p.history,
+                        transcript: p.transcript.messages,
                         max_prompt_tokens: p.max_prompt,
                     });
                 }
@@ -141,7 +165,16 @@ impl Agent {
         self.save_resume_point(p.rounds, sink).await;
         sink.history(&p.history);
         sink.emit(&AgentEvent::Exit { reason: reason.clone(), rounds: p.rounds, compactions: p.compactions });
-        Ok(Outcome { reason, answer, rounds: p.rounds, compactions: p.compactions, history: p.history, max_prompt_tokens: p.max_prompt })
+        p.transcript.record(&p.history);
+        Ok(Outcome {
+            reason,
+            answer,
+            rounds: p.rounds,
+            compactions: p.compactions,
+            history: p.history,
+            transcript: p.transcript.messages,
+            max_prompt_tokens: p.max_prompt,
+        })
     }
 
     /// One round: measure (and compact), generate, then answer or dispatch.
@@ -194,6 +227,7 @@ impl Agent {
                         messages_after: h2.len(),
                     };
                     let shrank = g2.prompt_tokens < g.prompt_tokens;
+                    p.transcript.record(&p.history);
                     p.history = h2;
                     g = g2;
                     sink.history(&p.history);

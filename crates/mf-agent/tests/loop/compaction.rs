@@ -50,6 +50,19 @@ async fn compaction_fires_at_the_threshold_keeps_pinned_and_fits_for_every_strat
                 assert!(matches!(sink.events[i + 1], AgentEvent::Gauge { .. }), "{strategy}");
             }
         }
+        // The transcript is the history as if nothing had been compacted: every
+        // tool result as the tools returned it, in order, no summary, each
+        // message once; and the final history's own messages are in it.
+        let results: Vec<&str> =
+            sink.events.iter().filter_map(|e| if let AgentEvent::ToolResult { content, .. } = e { Some(content.as_str()) } else { None }).collect();
+        let in_transcript: Vec<&str> = out.transcript.iter().filter(|m| m.role == mf_forgetting::Role::Tool).map(|m| m.content.as_str()).collect();
+        assert_eq!(in_transcript, results, "{strategy}");
+        assert!(out.transcript.iter().all(|m| !m.summary), "{strategy}");
+        let mut ids: Vec<&str> = out.transcript.iter().map(|m| m.id.as_str()).collect();
+        ids.dedup();
+        assert_eq!(ids.len(), out.transcript.len(), "{strategy}");
+        assert!(out.history.iter().filter(|m| !m.summary).all(|m| out.transcript.iter().any(|t| t.id == m.id)), "{strategy}");
+        assert_ne!(out.transcript, out.history, "{strategy}: the transcript keeps what compaction took (masking: the original texts)");
     }
 }
 

@@ -11,12 +11,16 @@
 //! loop on the real model: its summaries, the context accounting, the
 //! closing answer.
 //!
-//! The ranking, in order: how far along the route the run got (a run that
-//! stops early cannot answer from what it never fetched), how many of the
-//! fetched facts are still in the context it answers from (verbatim or in a
-//! summary) plus how many its answer states, then the shorter wall time.
-//! Retention by keyword favours strategies that keep literals; with a reader
-//! as small as the test models, answers are near the floor.
+//! The ranking, in order: retention `R` by likelihood (the world's probes
+//! scored by log-probability on the context each run answers from, against
+//! the uncompacted history and its pinned + recent zones:
+//! [`super::scoring`]), then how far along the route the run got (a run that
+//! stops early cannot answer from what it never fetched), then the shorter
+//! wall time. A row without `R` (the engine cannot score, or no probe had
+//! signal) ranks below every row with one. How many facts are still in the
+//! context by keyword and how many the answer states stay beside it: keyword
+//! retention favours strategies that keep literals, and with a reader as
+//! small as the test models, answers are near the floor.
 
 use std::sync::Arc;
 
@@ -24,6 +28,7 @@ use mf_forgetting::StrategyKind;
 use mf_inference::Backend;
 use serde::{Deserialize, Serialize};
 
+use super::scoring::{likelihood_summary, score_world};
 use super::{AgenticConfig, AgenticStrategy, Driver, World, run_world};
 use crate::error::{BenchError, Result};
 
@@ -33,6 +38,10 @@ pub const CALIBRATION_WORLD: &str = "cdn-purge-storm";
 /// The context window a calibration runs at: the agentic worlds' own, small
 /// so that the window fills within a few calls.
 pub const CALIBRATION_CONTEXT: u32 = 2048;
+
+/// The window of the session that scores a calibration's runs: it holds the
+/// route's uncompacted history (the ceiling), which outgrows the runs' own.
+pub const CALIBRATION_SCORE_CONTEXT: u32 = 8192;
 
 /// What a calibration runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -84,12 +93,24 @@ pub struct CalibrationRow {
     pub exit: String,
     /// Wall time, seconds.
     pub wall_s: f64,
+    /// Retention by likelihood over the world's probes with signal (1: as
+    /// the uncompacted history, 0: as pinned + recent only); absent when the
+    /// run could not be scored, and in calibrations stored before it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional = nullable))]
+    pub retention: Option<f64>,
+    /// Probes with signal that `retention` rests on.
+    #[serde(default)]
+    pub retention_probes: usize,
 }
 
 impl CalibrationRow {
-    /// The ranking key (larger is better; see the module docs).
-    fn key(&self) -> (usize, usize, i64) {
-        (self.route_done, self.facts_kept + self.facts_in_answer, -(self.wall_s * 1000.0) as i64)
+    /// The ranking key (larger is better; see the module docs): R in
+    /// thousandths (a row without R below any with it), route progress, then
+    /// the shorter wall time.
+    fn key(&self) -> (bool, i64, usize, i64) {
+        let r = self.retention.filter(|r| r.is_finite());
+        (r.is_some(), r.map_or(0, |r| (r * 1000.0).round() as i64), self.route_done, -(self.wall_s * 1000.0) as i64)
     }
 }
 
@@ -172,13 +193,18 @@ pub fn store(dir: &std::path::Path, key: &str, c: &Calibration) -> Result<std::p
 }
 
 /// Runs the calibration of `backend` on `world` (its route cut to
-/// `cfg.route_len` calls); `progress(done, total, row)` after each run.
+/// `cfg.route_len` calls); `progress(done, total, row)` after each run. The
+/// runs are then scored by likelihood on `scorer` (a session of the same
+/// model with a window that holds the route's uncompacted history,
+/// [`CALIBRATION_SCORE_CONTEXT`]), or on `backend` itself without one (what
+/// does not fit its window is not scored).
 ///
 /// # Errors
 /// An empty strategy or ratio list, a ratio outside (0, 1], a world without
 /// a route, or a run that fails (see [`run_world`]).
 pub async fn calibrate(
     backend: Arc<dyn Backend>,
+    scorer: Option<Arc<dyn Backend>>,
     world: &World,
     cfg: &CalibrationConfig,
     progress: &mut dyn FnMut(usize, usize, &CalibrationRow),
@@ -197,6 +223,7 @@ pub async fn calibrate(
     w.route.truncate(cfg.route_len);
     let total = cfg.strategies.len() * cfg.ratios.len();
     let mut rows = Vec::with_capacity(total);
+    let mut runs = Vec::with_capacity(total);
     for &strategy in &cfg.strategies {
         for &ratio in &cfg.ratios {
             let run_cfg = AgenticConfig { ratio, driver: Driver::Route, ..cfg.base.clone() };
@@ -211,11 +238,32 @@ pub async fn calibrate(
                 facts_fetched: r.facts_fetched,
                 facts_kept: r.facts_verbatim + r.facts_in_summary,
                 facts_in_answer: r.facts_held,
-                exit: r.exit,
+                exit: r.exit.clone(),
                 wall_s: r.wall_ms as f64 / 1000.0,
+                retention: None,
+                retention_probes: 0,
             };
             rows.push(row);
+            runs.push(r);
             progress(rows.len(), total, &rows[rows.len() - 1]);
+        }
+    }
+    // Every run of a calibration is one world: one ceiling and floor for all.
+    // The rows differ in the ratio as well as the strategy, so each run is
+    // scored as a "strategy" of its own row.
+    let scorer = scorer.unwrap_or_else(|| backend.clone());
+    for (i, r) in runs.iter_mut().enumerate() {
+        r.strategy = format!("row{i}");
+    }
+    score_world(scorer.as_ref(), &w, &mut runs).await;
+    let names: Vec<String> = (0..runs.len()).map(|i| format!("row{i}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    if let Some(summary) = likelihood_summary(&runs, &refs) {
+        for (row, name) in rows.iter_mut().zip(&names) {
+            if let Some(c) = summary.conditions.iter().find(|c| &c.condition == name).and_then(|c| c.retention) {
+                row.retention = Some(c.value);
+                row.retention_probes = c.n;
+            }
         }
     }
     let (recommended, reason) = recommend(&rows);
@@ -238,10 +286,24 @@ fn recommend(rows: &[CalibrationRow]) -> (Option<Recommendation>, String) {
     let Some(best) = rows.iter().reduce(|a, b| if b.key() > a.key() { b } else { a }) else {
         return (None, "nothing was measured".to_owned());
     };
-    let reason = format!(
-        "{} at ratio {} got furthest along the route ({}/{} calls) and kept the most of what it fetched ({} of {} facts in its final context, {} in its answer), in {:.0} s",
-        best.strategy, best.ratio, best.route_done, best.route_total, best.facts_kept, best.facts_fetched, best.facts_in_answer, best.wall_s
-    );
+    let reason = match best.retention {
+        Some(r) => format!(
+            "{} at ratio {} kept the most by likelihood (R {r:.2} over {} probes: 1 is the uncompacted history, 0 pinned + recent only), got {}/{} calls along the route, {} of {} facts in its final context by keyword, {} in its answer, in {:.0} s",
+            best.strategy,
+            best.ratio,
+            best.retention_probes,
+            best.route_done,
+            best.route_total,
+            best.facts_kept,
+            best.facts_fetched,
+            best.facts_in_answer,
+            best.wall_s
+        ),
+        None => format!(
+            "{} at ratio {} got furthest along the route ({}/{} calls), in {:.0} s; no run could be scored by likelihood (the engine cannot score, or no probe separated the uncompacted history from pinned + recent), so retention did not rank them",
+            best.strategy, best.ratio, best.route_done, best.route_total, best.wall_s
+        ),
+    };
     (Some(Recommendation { strategy: best.strategy.clone(), ratio: best.ratio }), reason)
 }
 
@@ -262,6 +324,8 @@ mod tests {
             facts_in_answer: answer,
             exit: "final_answer".into(),
             wall_s,
+            retention: None,
+            retention_probes: 0,
         }
     }
 
@@ -278,11 +342,27 @@ mod tests {
     }
 
     #[test]
-    fn the_recommendation_goes_furthest_then_keeps_most_then_is_fastest() {
+    fn the_recommendation_keeps_most_by_likelihood_then_goes_furthest_then_is_fastest() {
+        let with_r = |mut r: CalibrationRow, x: f64| {
+            r.retention = Some(x);
+            r.retention_probes = 4;
+            r
+        };
+        // Without R anywhere: the route, then time.
         let rows = vec![row("masking", 0.75, 4, 4, 0, 30.0), row("v1", 0.75, 6, 1, 0, 90.0), row("v2", 0.75, 6, 2, 1, 95.0), row("v2", 0.9, 6, 2, 1, 80.0)];
         let (r, why) = recommend(&rows);
         assert_eq!(r, Some(Recommendation { strategy: "v2".into(), ratio: 0.9 }));
-        assert!(why.contains("6/6 calls") && why.contains("2 of 5 facts"), "{why}");
+        assert!(why.contains("6/6 calls") && why.contains("no run could be scored"), "{why}");
+        // R first: a higher R beats a longer route; a row without R ranks last.
+        let rows = vec![
+            with_r(row("masking", 0.75, 4, 4, 0, 15.0), 0.81),
+            with_r(row("v1", 0.75, 6, 1, 0, 90.0), 0.42),
+            row("v2", 0.9, 6, 2, 1, 10.0),
+            with_r(row("v2", 0.6, 4, 2, 1, 20.0), 0.81),
+        ];
+        let (r, why) = recommend(&rows);
+        assert_eq!(r, Some(Recommendation { strategy: "masking".into(), ratio: 0.75 }), "equal R and route: the faster");
+        assert!(why.contains("R 0.81 over 4 probes") && why.contains("4/6 calls"), "{why}");
         assert_eq!(recommend(&[]).0, None);
     }
 }

@@ -4,6 +4,7 @@
 use mf_forgetting::Message;
 use serde::{Deserialize, Serialize};
 
+use super::scoring::{RunContexts, RunLikelihood};
 use super::world::World;
 use crate::error::{BenchError, Result};
 
@@ -118,6 +119,15 @@ pub struct AgenticRun {
     /// not counted in the per-strategy aggregates).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<RunFailure>,
+    /// The likelihood scorer's figures (`agentic --scorers likelihood`):
+    /// each probe's reference scored on this run's final context, the
+    /// world's ceiling and its floor ([`super::scoring`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub likelihood: Option<RunLikelihood>,
+    /// The contexts the scorer reads, kept in memory between the run and
+    /// the scoring of its world (not written to the results).
+    #[serde(skip)]
+    pub contexts: Option<RunContexts>,
 }
 
 /// The `exit` of a run that failed.
@@ -204,6 +214,8 @@ impl AgenticRun {
             generated_tokens: 0,
             wall_ms,
             failure: Some(failure),
+            likelihood: None,
+            contexts: None,
         }
     }
 
@@ -319,6 +331,10 @@ pub struct AgenticSettings {
     pub worlds: Vec<String>,
     /// World directory.
     pub worlds_dir: String,
+    /// The scoring session's window when the likelihood scorer ran (it
+    /// holds the uncompacted ceiling); absent when it did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score_ctx: Option<u32>,
 }
 
 /// The results of `bench-forgetting agentic` for one model and one driver.
@@ -334,6 +350,10 @@ pub struct AgenticResult {
     pub settings: AgenticSettings,
     /// Wall time, seconds.
     pub wall_s: f64,
+    /// Retention and choice per strategy and world by the likelihood scorer
+    /// ([`super::scoring::likelihood_summary`]); absent when it did not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub likelihood: Option<crate::likelihood::LikelihoodSummary>,
 }
 
 /// The schema of `bench-forgetting agentic --json` (an array of [`AgenticResult`]).
@@ -549,6 +569,14 @@ pub fn markdown(results: &[AgenticResult]) -> String {
                 x.wall_s,
                 exits.join(", ")
             );
+        }
+        if let Some(l) = &r.likelihood {
+            let _ = writeln!(
+                out,
+                "\nBy likelihood (scoring window {} tokens): each probe's reference scored after each run's final context; **full** is the world's uncompacted history (that of the run which fetched most of it), **baseline** its pinned and recent zones only. Below, \"class\" is the world and \"dimension\" the probe's kind.\n",
+                s.score_ctx.map_or("–".to_owned(), |c| c.to_string())
+            );
+            crate::likelihood::markdown(&mut out, l);
         }
         let _ = writeln!(
             out,

@@ -20,6 +20,7 @@
 pub mod calibrate;
 pub mod driver;
 pub mod metrics;
+pub mod scoring;
 pub mod server;
 pub mod world;
 
@@ -36,6 +37,7 @@ pub use metrics::{
     AGENTIC_SCHEMA, AgenticResult, AgenticRun, AgenticSettings, FAILED, ProbeOutcome, Retention, RunFailure, StrategySummary, judge_answer, markdown, numbers,
     retention, summarise, validate_agentic,
 };
+pub use scoring::{RunContexts, RunLikelihood, WorldProbeScore, likelihood_summary, score_world};
 pub use server::WorldServer;
 pub use world::{DEFAULT_SYSTEM, Endpoint, LoadedWorld, ProbeKind, World, WorldProbe, load_world, load_worlds, parse_world};
 
@@ -208,8 +210,12 @@ fn exit_kind(reason: &mf_agent::ExitReason) -> String {
 /// clears the model's KV cache there). A run that fails — its world cannot
 /// be served, the loop ends on an error — is recorded as a failed run
 /// ([`AgenticRun::failed`]: the error's kind and message) and the next run
-/// runs: one failure does not cost the runs after it. `done` sees the runs
-/// so far after each one (the binary rewrites its results file there).
+/// runs: one failure does not cost the runs after it. With a `scorer`,
+/// once every strategy of a world has run, its probes are scored by
+/// likelihood on each run's final context against the world's ceiling and
+/// floor ([`scoring::score_world`]). `done` sees the runs so far after each
+/// one and after each world's scoring (the binary rewrites its results file
+/// there).
 ///
 /// # Errors
 /// Only what `done` returns (the runs cannot be kept).
@@ -218,10 +224,12 @@ pub fn run_all<E>(
     worlds: &[&World],
     cfg: &AgenticConfig,
     prepare: &mut dyn FnMut() -> Result<Arc<dyn Backend>>,
+    scorer: Option<&dyn Backend>,
     done: &mut dyn FnMut(&[AgenticRun]) -> std::result::Result<(), E>,
 ) -> std::result::Result<Vec<AgenticRun>, E> {
     let mut runs = Vec::new();
     for world in worlds {
+        let first = runs.len();
         for &strategy in &cfg.strategies {
             let t = Instant::now();
             let run = prepare().and_then(|backend| rt.block_on(run_world(backend, world, strategy, cfg)));
@@ -230,6 +238,14 @@ pub fn run_all<E>(
                 AgenticRun::failed(world, strategy.as_str(), cfg.driver.as_str(), RunFailure::of(&e), wall_ms)
             });
             runs.push(run);
+            done(&runs)?;
+        }
+        if let Some(scorer) = scorer {
+            rt.block_on(score_world(scorer, world, &mut runs[first..]));
+            // The contexts were kept for this; the next world needs the memory.
+            for r in &mut runs[first..] {
+                r.contexts = None;
+            }
             done(&runs)?;
         }
     }
@@ -338,6 +354,11 @@ pub async fn run_world(backend: Arc<dyn Backend>, world: &World, strategy: Agent
     for (p, r) in probes.iter_mut().zip(retention(world, &context)) {
         p.retention = Some(if p.fetched { r } else { Retention::Gone });
     }
+    let mut transcript = out.transcript.clone();
+    if out.answer.is_some() && transcript.last().is_some_and(|m| m.role == mf_forgetting::Role::Assistant && m.tool_calls.is_empty()) {
+        transcript.pop();
+    }
+    let contexts = RunContexts { context: context.clone(), transcript, tools: mf_agent::ToolRunner::specs(watched.as_ref()), recent: agent.settings().recent };
     let (exit, exit_detail) = if watched.world_died() {
         (WORLD_SERVER_DIED.to_owned(), format!("the world server stopped serving after {} request(s); the run was stopped", requests.len()))
     } else {
@@ -378,6 +399,8 @@ pub async fn run_world(backend: Arc<dyn Backend>, world: &World, strategy: Agent
         generated_tokens,
         wall_ms,
         failure: None,
+        likelihood: None,
+        contexts: Some(contexts),
     })
 }
 

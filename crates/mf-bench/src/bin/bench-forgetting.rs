@@ -134,6 +134,17 @@ struct AgenticArgs {
     /// summary and exit) into this folder, one file per world, strategy and driver.
     #[arg(long)]
     trace: Option<PathBuf>,
+    /// Do not score the worlds' probes by likelihood. By default, once every
+    /// strategy of a world has run, each probe's reference is scored by
+    /// log-probability on each run's final context, on the world's
+    /// uncompacted history (the ceiling) and on its pinned + recent zones
+    /// (the floor): retention R per strategy and world.
+    #[arg(long)]
+    no_likelihood: bool,
+    /// The scoring session's window in tokens: it must hold the uncompacted
+    /// history of a world (a probe over it is listed as unscored).
+    #[arg(long, default_value_t = 16384)]
+    score_ctx: u32,
 }
 
 #[derive(Debug, Args)]
@@ -356,7 +367,18 @@ fn run_agentic(a: AgenticArgs) -> Result<()> {
         tool_grammar,
         worlds: worlds.iter().map(|w| w.world.id.clone()).collect(),
         worlds_dir: a.worlds.display().to_string(),
+        score_ctx: (!a.no_likelihood).then_some(a.score_ctx),
     };
+    // The scorer: a second session on the same file whose window holds a
+    // world's uncompacted history (the runs' window is kept small on purpose).
+    let scorer = if a.no_likelihood {
+        None
+    } else {
+        let mut sc = LlamaConfig::new(&a.model).with_n_ctx(a.score_ctx);
+        sc.n_threads = a.threads;
+        Some(LlamaSession::load(sc).with_context(|| format!("cannot load {} for scoring (window {})", a.model.display(), a.score_ctx))?)
+    };
+    let strategy_names: Vec<&str> = cfg.strategies.iter().map(|s| s.as_str()).collect();
     let write = |runs: &[agentic::AgenticRun]| -> Result<String> {
         let result = AgenticResult {
             model: info.name.clone(),
@@ -364,6 +386,7 @@ fn run_agentic(a: AgenticArgs) -> Result<()> {
             runs: runs.to_vec(),
             settings: settings.clone(),
             wall_s: t0.elapsed().as_secs_f64(),
+            likelihood: agentic::likelihood_summary(runs, &strategy_names),
         };
         let json = serde_json::to_string_pretty(&vec![result])?;
         agentic::validate_agentic(&serde_json::from_str(&json)?)?;
@@ -383,6 +406,20 @@ fn run_agentic(a: AgenticArgs) -> Result<()> {
     let mut progress = |runs: &[agentic::AgenticRun]| -> Result<()> {
         let Some(r) = runs.last() else { return Ok(()) };
         let at = t0.elapsed().as_secs_f64();
+        if let Some(l) = &r.likelihood {
+            // Called again after a world's scoring: say what it found.
+            let scored: Vec<&agentic::AgenticRun> = runs.iter().filter(|x| x.world == r.world && x.likelihood.is_some()).collect();
+            let unscored: usize = scored.iter().filter_map(|x| x.likelihood.as_ref()).map(|l| l.unscored.len()).sum();
+            eprintln!(
+                "[{at:>6.0} s] {}: scored by likelihood on {} run(s) (ceiling: the {} run's {} messages){}",
+                r.world,
+                scored.len(),
+                l.ceiling_from,
+                l.ceiling_messages,
+                if unscored > 0 { format!(", {unscored} probe score(s) missing (see `unscored`)") } else { String::new() }
+            );
+            return write(runs).map(drop);
+        }
         match &r.failure {
             Some(f) => eprintln!("[{at:>6.0} s] {} · {} · {}: FAILED ({}): {}", r.world, r.driver, r.strategy, f.kind, f.message),
             None => eprintln!(
@@ -409,7 +446,8 @@ fn run_agentic(a: AgenticArgs) -> Result<()> {
         write(runs).map(drop)
     };
     let worlds: Vec<&agentic::World> = worlds.iter().map(|lw| &lw.world).collect();
-    let runs = agentic::run_all(&rt, &worlds, &cfg, &mut clear, &mut progress)?;
+    let scorer_backend = scorer.as_ref().map(|s| s as &dyn mf_inference::Backend);
+    let runs = agentic::run_all(&rt, &worlds, &cfg, &mut clear, scorer_backend, &mut progress)?;
     let json = write(&runs)?;
     if a.json {
         println!("{json}");

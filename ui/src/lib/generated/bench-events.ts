@@ -715,7 +715,17 @@ exit: string,
 /**
  * Wall time, seconds.
  */
-wall_s: number, };
+wall_s: number, 
+/**
+ * Retention by likelihood over the world's probes with signal (1: as
+ * the uncompacted history, 0: as pinned + recent only); absent when the
+ * run could not be scored, and in calibrations stored before it was measured.
+ */
+retention?: number | null, 
+/**
+ * Probes with signal that `retention` rests on.
+ */
+retention_probes: number, };
 
 export type Recommendation = { 
 /**
