@@ -10,11 +10,19 @@
 //! test is model output; the compaction counts as the same when its size in
 //! messages and tokens, what it kept verbatim and dropped, and its fallback
 //! are equal. That is a proxy, and the table names it.
+//!
+//! It is also how two ways of measuring v2.1's `Δ` are compared (`--delta
+//! model` against `--delta likelihood`): where both runs recorded the
+//! withholding test's `Δ` per message, the rankings' agreement (Spearman's
+//! ρ per compaction), the v2.1 compactions' wall time and evaluator calls,
+//! and the retention `R` each condition kept. Runs of different condition
+//! sets are compared over the conditions they share.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::error::{BenchError, Result};
+use crate::likelihood::{Interval, fmt_interval};
 use crate::model::CallStats;
 use crate::results::{CompactionRow, ModelResult};
 
@@ -56,6 +64,68 @@ pub struct ConditionRow {
     pub keyword_before: f64,
     /// Keyword mean, second run.
     pub keyword_after: f64,
+    /// Retention by likelihood in each run (when it was scored).
+    pub retention: (Option<Interval>, Option<Interval>),
+    /// Compaction wall time summed over the condition's compactions, ms, in each run.
+    pub compaction_ms: (u64, u64),
+    /// v2.1 evaluator calls summed over them, in each run.
+    pub evaluator_calls: (usize, usize),
+}
+
+/// How the two runs' v2.1 rankings agree, where both recorded `Δ`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeltaAgreement {
+    /// How each run measured `Δ` (`model`, `likelihood`, `phi`).
+    pub sources: (String, String),
+    /// Spearman's ρ between the two runs' `Δ` over the messages both
+    /// ranked, per compaction (`scenario#rep`), in scenario order; `None`
+    /// where one ranking is constant (every unit the same `Δ`).
+    pub rho: Vec<(String, Option<f64>)>,
+}
+
+impl DeltaAgreement {
+    /// The mean ρ over compactions where it is defined, and how many those are.
+    #[must_use]
+    pub fn mean(&self) -> (Option<f64>, usize) {
+        let v: Vec<f64> = self.rho.iter().filter_map(|(_, r)| *r).collect();
+        ((!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64), v.len())
+    }
+}
+
+/// Ranks with ties averaged (1-based).
+fn ranks(xs: &[f64]) -> Vec<f64> {
+    let mut idx: Vec<usize> = (0..xs.len()).collect();
+    idx.sort_by(|&a, &b| xs[a].total_cmp(&xs[b]));
+    let mut out = vec![0.0; xs.len()];
+    let mut i = 0;
+    while i < idx.len() {
+        let mut j = i;
+        while j + 1 < idx.len() && xs[idx[j + 1]] == xs[idx[i]] {
+            j += 1;
+        }
+        let r = (i + j) as f64 / 2.0 + 1.0;
+        for &k in &idx[i..=j] {
+            out[k] = r;
+        }
+        i = j + 1;
+    }
+    out
+}
+
+/// Spearman's ρ (Pearson's r of the tie-averaged ranks); `None` for fewer
+/// than two pairs or a constant side.
+#[must_use]
+pub fn spearman(a: &[f64], b: &[f64]) -> Option<f64> {
+    if a.len() != b.len() || a.len() < 2 {
+        return None;
+    }
+    let (ra, rb) = (ranks(a), ranks(b));
+    let n = ra.len() as f64;
+    let (ma, mb) = (ra.iter().sum::<f64>() / n, rb.iter().sum::<f64>() / n);
+    let cov: f64 = ra.iter().zip(&rb).map(|(x, y)| (x - ma) * (y - mb)).sum();
+    let va: f64 = ra.iter().map(|x| (x - ma).powi(2)).sum();
+    let vb: f64 = rb.iter().map(|y| (y - mb).powi(2)).sum();
+    (va > 0.0 && vb > 0.0).then(|| cov / (va * vb).sqrt())
 }
 
 /// Two runs of one model over the same scenarios.
@@ -71,8 +141,10 @@ pub struct Comparison {
     pub wall_s: (f64, f64),
     /// Per kind of call, in name order.
     pub kinds: Vec<KindRow>,
-    /// Per condition, in the first run's order.
+    /// Per condition both runs have, in the first run's order.
     pub conditions: Vec<ConditionRow>,
+    /// v2.1's rankings compared, when both runs recorded them.
+    pub delta: Option<DeltaAgreement>,
 }
 
 fn same_compaction(a: &CompactionRow, b: &CompactionRow) -> bool {
@@ -85,12 +157,12 @@ fn same_compaction(a: &CompactionRow, b: &CompactionRow) -> bool {
         && a.kept_original == b.kept_original
 }
 
-/// Compares two runs of the same model over the same scenarios, conditions
-/// and repetitions.
+/// Compares two runs of the same model over the same scenarios and
+/// repetitions, on the conditions both ran.
 ///
 /// # Errors
-/// [`BenchError::Incomparable`] when the runs are of different models, scenario
-/// sets or conditions: their answers could not be paired.
+/// [`BenchError::Incomparable`] when the runs are of different models or
+/// scenario sets, or share no condition: their answers could not be paired.
 pub fn compare(before: &ModelResult, after: &ModelResult) -> Result<Comparison> {
     let refuse = BenchError::Incomparable;
     if before.model != after.model {
@@ -99,9 +171,9 @@ pub fn compare(before: &ModelResult, after: &ModelResult) -> Result<Comparison> 
     if before.settings.scenarios != after.settings.scenarios {
         return Err(refuse("the runs are over different scenarios".into()));
     }
-    let conditions = |r: &ModelResult| r.conditions.iter().map(|c| c.condition.clone()).collect::<Vec<_>>();
-    if conditions(before) != conditions(after) {
-        return Err(refuse("the runs are of different conditions".into()));
+    let shared: Vec<&str> = before.conditions.iter().map(|c| c.condition.as_str()).filter(|c| after.conditions.iter().any(|a| a.condition == *c)).collect();
+    if shared.is_empty() {
+        return Err(refuse("the runs share no condition".into()));
     }
     let mut names: Vec<&String> = before.speed.calls.keys().chain(after.speed.calls.keys()).collect();
     names.sort();
@@ -127,8 +199,14 @@ pub fn compare(before: &ModelResult, after: &ModelResult) -> Result<Comparison> 
         })
         .collect();
     let after_answers: BTreeMap<_, _> = after.scores.iter().map(|s| ((s.scenario.clone(), s.condition.clone(), s.rep, s.probe.clone()), s)).collect();
+    let retention = |r: &ModelResult, c: &str| r.likelihood.as_ref().and_then(|l| l.conditions.iter().find(|x| x.condition == c)).and_then(|x| x.retention);
+    let comp_sums = |r: &ModelResult, c: &str| {
+        r.compactions.iter().filter(|x| x.condition == c).fold((0u64, 0usize), |(ms, calls), x| (ms + x.compaction_ms, calls + x.evaluator_calls))
+    };
     let mut rows = Vec::new();
-    for c in &before.conditions {
+    for c in before.conditions.iter().filter(|c| shared.contains(&c.condition.as_str())) {
+        let (ms0, ev0) = comp_sums(before, &c.condition);
+        let (ms1, ev1) = comp_sums(after, &c.condition);
         let mut row = ConditionRow {
             condition: c.condition.clone(),
             answers: 0,
@@ -140,6 +218,9 @@ pub fn compare(before: &ModelResult, after: &ModelResult) -> Result<Comparison> 
             equal_answers_same_context: 0,
             keyword_before: c.keyword.mean,
             keyword_after: after.conditions.iter().find(|x| x.condition == c.condition).map_or(0.0, |x| x.keyword.mean),
+            retention: (retention(before, &c.condition), retention(after, &c.condition)),
+            compaction_ms: (ms0, ms1),
+            evaluator_calls: (ev0, ev1),
         };
         for (_, &s) in same.iter().filter(|(k, _)| k.1 == c.condition) {
             row.compactions += 1;
@@ -165,7 +246,22 @@ pub fn compare(before: &ModelResult, after: &ModelResult) -> Result<Comparison> 
         wall_s: (before.wall_s, after.wall_s),
         kinds,
         conditions: rows,
+        delta: delta_agreement(before, after),
     })
+}
+
+/// v2.1's rankings in both runs compared, compaction by compaction.
+fn delta_agreement(before: &ModelResult, after: &ModelResult) -> Option<DeltaAgreement> {
+    let mut rho = Vec::new();
+    for b in before.compactions.iter().filter(|c| c.condition == "v2.1" && !c.deltas.is_empty()) {
+        let Some(a) = after.compactions.iter().find(|a| a.condition == "v2.1" && a.scenario == b.scenario && a.rep == b.rep && !a.deltas.is_empty()) else {
+            continue;
+        };
+        let (xs, ys): (Vec<f64>, Vec<f64>) = b.deltas.iter().filter_map(|(id, x)| a.deltas.get(id).map(|y| (*x, *y))).unzip();
+        rho.push((format!("{}#{}", b.scenario, b.rep), spearman(&xs, &ys)));
+    }
+    let source = |r: &ModelResult| r.settings.delta.clone().unwrap_or_else(|| "model".to_owned());
+    (!rho.is_empty()).then(|| DeltaAgreement { sources: (source(before), source(after)), rho })
 }
 
 /// Compares every model of `after` with the same model in `before`.
@@ -216,13 +312,13 @@ pub fn markdown(comparisons: &[Comparison]) -> String {
         }
         let _ = writeln!(
             out,
-            "\n| condition | same answer | same keyword score | same compacted context | same answer where the context is the same | keyword mean, first → second |"
+            "\n| condition | same answer | same keyword score | same compacted context | same answer where the context is the same | keyword mean, first → second | retention R, first → second | compaction time, first → second | evaluator calls, first → second |"
         );
-        let _ = writeln!(out, "| --- | ---: | ---: | ---: | ---: | --- |");
+        let _ = writeln!(out, "| --- | ---: | ---: | ---: | ---: | --- | --- | --- | --- |");
         for r in &c.conditions {
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {}{} | {} | {:.2} → {:.2} |",
+                "| {} | {} | {} | {}{} | {} | {:.2} → {:.2} | {} → {} | {:.0} s → {:.0} s | {} → {} |",
                 r.condition,
                 of(r.equal_answers, r.answers),
                 of(r.equal_scores, r.answers),
@@ -230,8 +326,34 @@ pub fn markdown(comparisons: &[Comparison]) -> String {
                 if DETERMINISTIC.contains(&r.condition.as_str()) { "" } else { " (by size)" },
                 of(r.equal_answers_same_context, r.answers_same_context),
                 r.keyword_before,
-                r.keyword_after
+                r.keyword_after,
+                fmt_interval(r.retention.0.as_ref()),
+                fmt_interval(r.retention.1.as_ref()),
+                r.compaction_ms.0 as f64 / 1000.0,
+                r.compaction_ms.1 as f64 / 1000.0,
+                r.evaluator_calls.0,
+                r.evaluator_calls.1
             );
+        }
+        if let Some(d) = &c.delta {
+            let (mean, n) = d.mean();
+            let lo = d.rho.iter().filter_map(|(_, r)| *r).fold(f64::INFINITY, f64::min);
+            let hi = d.rho.iter().filter_map(|(_, r)| *r).fold(f64::NEG_INFINITY, f64::max);
+            let _ = writeln!(
+                out,
+                "\nv2.1's Δ, {} (first) against {} (second): Spearman's ρ between the two rankings over the messages both ranked, {} of {} compactions with a defined ρ (a constant ranking has none): mean {}{}.\n",
+                d.sources.0,
+                d.sources.1,
+                n,
+                d.rho.len(),
+                mean.map_or("–".to_owned(), |m| format!("{m:.2}")),
+                if n > 0 { format!(", range [{lo:.2}, {hi:.2}]") } else { String::new() }
+            );
+            let _ = writeln!(out, "| compaction | ρ |");
+            let _ = writeln!(out, "| --- | ---: |");
+            for (k, r) in &d.rho {
+                let _ = writeln!(out, "| {k} | {} |", r.map_or("– (constant)".to_owned(), |r| format!("{r:.2}")));
+            }
         }
         out.push('\n');
     }
@@ -293,5 +415,39 @@ mod tests {
         b.settings.scenarios.push("lookup-short".into());
         assert!(compare(&a, &b).unwrap_err().to_string().contains("different scenarios"));
         assert!(compare_files(&[a.clone()], &[]).unwrap_err().to_string().contains("second file has no run"));
+        let mut b = a.clone();
+        b.conditions.retain(|c| c.condition == "v2.1");
+        assert_eq!(compare(&a, &b).unwrap().conditions.len(), 1, "compared on the shared conditions");
+        b.conditions.clear();
+        assert!(compare(&a, &b).unwrap_err().to_string().contains("share no condition"));
+    }
+
+    #[test]
+    fn spearman_handles_ties_and_constants() {
+        assert!((spearman(&[1.0, 2.0, 3.0], &[10.0, 20.0, 30.0]).unwrap() - 1.0).abs() < 1e-12);
+        assert!((spearman(&[1.0, 2.0, 3.0], &[3.0, 2.0, 1.0]).unwrap() + 1.0).abs() < 1e-12);
+        // Ties take their average rank: [1, 2.5, 2.5, 4] against [1, 2, 3, 4].
+        let r = spearman(&[0.1, 0.5, 0.5, 0.9], &[1.0, 2.0, 3.0, 4.0]).unwrap();
+        assert!((r - 0.9486832980505138).abs() < 1e-9, "{r}");
+        assert_eq!(spearman(&[0.2, 0.2, 0.2], &[1.0, 2.0, 3.0]), None);
+        assert_eq!(spearman(&[1.0], &[1.0]), None);
+    }
+
+    #[test]
+    fn two_delta_sources_are_compared_on_the_messages_both_ranked() {
+        let before = committed("smollm2-multihop-medium-plain.json");
+        let mut after = before.clone();
+        after.settings.delta = Some("likelihood".into());
+        let i = before.compactions.iter().position(|c| c.condition == "v2.1").unwrap();
+        let mut b = before.clone();
+        b.compactions[i].deltas = [("m2", 0.5), ("m3", 0.1), ("m4", 0.3)].into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+        after.compactions[i].deltas = [("m2", 0.9), ("m3", 0.0), ("m4", 0.2), ("m9", 1.0)].into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+        let c = compare(&b, &after).unwrap();
+        let d = c.delta.clone().unwrap();
+        assert_eq!(d.sources, ("model".to_owned(), "likelihood".to_owned()));
+        assert_eq!(d.rho.len(), 1);
+        assert!((d.rho[0].1.unwrap() - 1.0).abs() < 1e-12, "same order over m2, m3, m4: {d:?}");
+        assert!(markdown(&[c]).contains("model (first) against likelihood (second)"));
+        assert!(compare(&before, &before).unwrap().delta.is_none(), "no Δ recorded, no agreement table");
     }
 }

@@ -124,6 +124,9 @@ pub struct Compacted {
     pub approximate_counts: bool,
     /// Wall time of the compaction, ms.
     pub compaction_ms: u64,
+    /// v2.1: the withholding test's `Δ` per compressible message id (the
+    /// plan's; units withheld as one block share it). Empty otherwise.
+    pub deltas: std::collections::BTreeMap<String, f64>,
 }
 
 /// How the benchmark compacts: the app's defaults (the pinned-prefix pass),
@@ -169,9 +172,11 @@ pub fn compact(
             summary_prompt: None,
             approximate_counts: false,
             compaction_ms: t.elapsed().as_millis() as u64,
+            deltas: std::collections::BTreeMap::new(),
         });
     }
     let run = model.compact(messages, &spec(condition, budget, config, probe_max_tokens, delta))?;
+    let deltas = run.plan.as_ref().map(|p| p.messages.iter().filter_map(|m| m.delta.map(|d| (m.id.as_str().to_owned(), d))).collect()).unwrap_or_default();
     let c = run.result?;
     let after: Vec<ChatMessage> = c.messages.iter().map(to_chat).collect();
     let tokens_after = model.count_conversation(&after)?;
@@ -185,6 +190,7 @@ pub fn compact(
         summary_prompt: run.summary_pass.map(mf_agent::model::SummaryPrompt::as_str),
         approximate_counts: model.counts_approximated(),
         compaction_ms: t.elapsed().as_millis() as u64,
+        deltas,
     })
 }
 

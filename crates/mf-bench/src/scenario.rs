@@ -278,6 +278,7 @@ pub(crate) fn run_scenario(
                     kept_original: None,
                     summary_prompt: None,
                     notes: Vec::new(),
+                    deltas: std::collections::BTreeMap::new(),
                 });
                 failed.push(c);
                 continue;
@@ -302,6 +303,7 @@ pub(crate) fn run_scenario(
             kept_original: cp.report.as_ref().and_then(|r| r.kept_original.clone()),
             summary_prompt: cp.summary_prompt.map(str::to_owned),
             notes: cp.notes.clone(),
+            deltas: cp.deltas.clone(),
         });
         if c == Condition::Full {
             if cfg.scorers.generates() {

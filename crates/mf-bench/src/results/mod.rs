@@ -143,6 +143,13 @@ pub struct CompactionRow {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[cfg_attr(test, ts(as = "Option<Vec<String>>", optional))]
     pub notes: Vec<String>,
+    /// v2.1: the withholding test's `Δ` per compressible message id (units
+    /// withheld as one block share it), so two runs' rankings can be
+    /// compared (`bench-forgetting compare`); absent otherwise and in results
+    /// written before it was recorded.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    #[cfg_attr(test, ts(as = "Option<std::collections::BTreeMap<String, f64>>", optional))]
+    pub deltas: std::collections::BTreeMap<String, f64>,
 }
 
 /// Mean and spread of a score over repetitions.

@@ -46,6 +46,7 @@ fn result(scenario: &str, rows: Vec<ScoreRow>) -> ModelResult {
         kept_original: None,
         summary_prompt: None,
         notes: Vec::new(),
+        deltas: BTreeMap::new(),
     }];
     let mut calls = BTreeMap::new();
     calls.insert("probe".to_owned(), CallStats { calls: 1, prompt_tokens: 100, decoded_tokens: 30, ..CallStats::default() });

@@ -429,7 +429,14 @@ summary_prompt?: string | null,
  * What the adapter noted, e.g. v2.1 ranked by Φ because the model's
  * withholding test could not run.
  */
-notes?: Array<string>, };
+notes?: Array<string>, 
+/**
+ * v2.1: the withholding test's `Δ` per compressible message id (units
+ * withheld as one block share it), so two runs' rankings can be
+ * compared (`bench-forgetting compare`); absent otherwise and in results
+ * written before it was recorded.
+ */
+deltas?: { [key in string]: number }, };
 
 export type CallStats = { 
 /**
