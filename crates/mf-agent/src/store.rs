@@ -117,7 +117,10 @@ impl Store {
                 PRIMARY KEY (investigation, seq));
              CREATE TABLE IF NOT EXISTS messages (
                 investigation INTEGER NOT NULL, seq INTEGER NOT NULL, json TEXT NOT NULL,
-                PRIMARY KEY (investigation, seq));",
+                PRIMARY KEY (investigation, seq));
+             CREATE TABLE IF NOT EXISTS transcript (
+                investigation INTEGER NOT NULL, seq INTEGER NOT NULL, id TEXT NOT NULL, json TEXT NOT NULL,
+                PRIMARY KEY (investigation, seq), UNIQUE (investigation, id));",
         )?;
         // Stores made before the exit's kind was kept beside its text: add
         // the column and fill it from each run's stored exit event.
@@ -170,14 +173,48 @@ impl Store {
     ///
     /// # Errors
     /// SQLite errors.
+    /// Also appends to the investigation's transcript each message it has
+    /// not seen yet (by id), as it is now: the loop saves the history after
+    /// every message it adds, so the transcript holds every message as first
+    /// written, whatever a compaction later did to it (see [`Store::transcript`]).
     pub fn save_history(&self, id: i64, history: &[Message]) -> Result<(), AgentError> {
         let tx = self.conn.unchecked_transaction()?;
         tx.execute("DELETE FROM messages WHERE investigation = ?1", params![id])?;
         for (i, m) in history.iter().enumerate() {
-            tx.execute("INSERT INTO messages (investigation, seq, json) VALUES (?1, ?2, ?3)", params![id, i as i64, serde_json::to_string(m)?])?;
+            let json = serde_json::to_string(m)?;
+            tx.execute("INSERT INTO messages (investigation, seq, json) VALUES (?1, ?2, ?3)", params![id, i as i64, json])?;
+            if !m.summary && !m.id.as_str().is_empty() {
+                tx.execute(
+                    "INSERT OR IGNORE INTO transcript (investigation, seq, id, json)
+                     VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM transcript WHERE investigation = ?1), ?2, ?3)",
+                    params![id, m.id.as_str(), json],
+                )?;
+            }
         }
         tx.commit()?;
         Ok(())
+    }
+
+    /// The investigation as it would be had nothing been compacted: every
+    /// message its history held, each as first saved (a masked or summarised
+    /// message keeps its original text), in order, without compaction
+    /// summaries — what [`crate::Outcome::transcript`] is for a run.
+    /// Investigations stored before the transcript was kept have none: their
+    /// stored history is given instead.
+    ///
+    /// # Errors
+    /// SQLite or JSON errors.
+    pub fn transcript(&self, id: i64) -> Result<Vec<Message>, AgentError> {
+        let mut st = self.conn.prepare("SELECT json FROM transcript WHERE investigation = ?1 ORDER BY seq")?;
+        let rows = st.query_map(params![id], |r| r.get::<_, String>(0))?;
+        let mut out = Vec::new();
+        for r in rows {
+            out.push(serde_json::from_str(&r?)?);
+        }
+        if out.is_empty() {
+            return self.history(id);
+        }
+        Ok(out)
     }
 
     /// The stored history.

@@ -33,6 +33,10 @@ async fn every_event_and_the_history_are_in_the_store() {
     assert_eq!(store.events_json(id).unwrap(), want);
     assert_eq!(store.events(id).unwrap().len(), want.len());
     assert_eq!(store.history(id).unwrap(), out.history);
+    // The transcript: what compaction took is still there, as first written,
+    // the same as the loop's own record of it.
+    assert_ne!(out.transcript, out.history);
+    assert_eq!(store.transcript(id).unwrap(), out.transcript);
     let row = store.get(id).unwrap();
     assert_eq!(row.status, mf_agent::SessionStatus::Finished);
     assert_eq!(row.exit_reason.as_deref(), Some("final answer"));
