@@ -148,7 +148,8 @@ pub trait Backend: Send + Sync {
     }
 
     /// Replaces the cache with the snapshot in `slot`. On failure the cache
-    /// is left as it was (a refused key) or empty (a failed load), never half-restored.
+    /// is left as it was (a refused key, a file that fails its integrity
+    /// check) or empty (a failed load), never half-restored.
     fn kv_restore<'a>(&'a self, _slot: &'a SnapshotSlot) -> BoxFuture<'a, Result<KvSnapshot>> {
         no_kv(&self.model_info().backend, "KV snapshots")
     }

@@ -81,6 +81,15 @@ pub enum InferenceError {
         /// The snapshot's key.
         found: String,
     },
+    /// A saved snapshot failed its integrity check (cut, damaged, empty, or
+    /// not the file its key file describes); it was not loaded.
+    #[error("snapshot {path} failed its integrity check: {reason}")]
+    SnapshotDamaged {
+        /// The snapshot file.
+        path: PathBuf,
+        /// What did not match.
+        reason: String,
+    },
     /// Saving or loading a snapshot failed.
     #[error("snapshot {path}: {reason}")]
     Snapshot {
@@ -159,6 +168,7 @@ impl InferenceError {
             | InferenceError::ToolCallParse { .. }
             | InferenceError::Decode(_)
             | InferenceError::SnapshotMismatch { .. }
+            | InferenceError::SnapshotDamaged { .. }
             | InferenceError::Snapshot { .. }
             | InferenceError::KvUnsupported { .. }
             | InferenceError::ScoringUnsupported { .. }
@@ -183,6 +193,7 @@ impl InferenceError {
             | InferenceError::ToolCallParse { .. }
             | InferenceError::Decode(_)
             | InferenceError::SnapshotMismatch { .. }
+            | InferenceError::SnapshotDamaged { .. }
             | InferenceError::Snapshot { .. }
             | InferenceError::KvUnsupported { .. }
             | InferenceError::ScoringUnsupported { .. }

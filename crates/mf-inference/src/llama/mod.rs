@@ -463,7 +463,8 @@ impl LlamaSession {
         self.call(|reply| Command::CountTokens { text, reply }).await?
     }
 
-    /// Saves the cached sequence to `path` (plus a `path.key` file with the key).
+    /// Saves the cached sequence to `path` (plus a `path.key` file with the
+    /// key, the file's length and SHA-256, and the token ids).
     ///
     /// # Errors
     /// [`InferenceError::Snapshot`] when writing fails.
@@ -485,7 +486,9 @@ impl LlamaSession {
     ///
     /// # Errors
     /// [`InferenceError::SnapshotMismatch`] for a snapshot of another model or
-    /// context; [`InferenceError::Snapshot`] when reading fails (the cache is then empty).
+    /// context; [`InferenceError::SnapshotDamaged`] for a file whose length or
+    /// checksum differs from its key file's (not loaded; the cache is left as
+    /// it was); [`InferenceError::Snapshot`] when reading fails (the cache is then empty).
     pub async fn restore(&self, path: &Path) -> Result<SnapshotInfo> {
         let slot = SnapshotSlot::File(path.to_path_buf());
         self.call(|reply| Command::Restore { slot, reply }).await?.map(info_of)

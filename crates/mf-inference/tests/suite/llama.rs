@@ -245,6 +245,61 @@ fn memory_snapshot_round_trip() {
     assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
 }
 
+/// A state file that is not the one saved (a flipped byte, a cut, zero
+/// bytes, its key file gone) is refused before llama.cpp reads it, and the
+/// cache is left as it was; a save that fails leaves no temporary file.
+#[test]
+fn damaged_snapshots_are_refused_and_failed_saves_leave_no_temporary_files() {
+    let Some(s) = smol() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("seq.bin");
+    s.clear_blocking().unwrap();
+    let conv = question();
+    generate(&s, &conv, 6);
+    let cached = s.cached_token_ids_blocking().unwrap();
+    s.snapshot_blocking(&file).unwrap();
+    let good = std::fs::read(&file).unwrap();
+    let key: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("seq.bin.key")).unwrap()).unwrap();
+    assert_eq!(key["bytes"], good.len() as u64, "{key}");
+    assert_eq!(key["sha256"].as_str().map(str::len), Some(64), "{key}");
+
+    let len = good.len();
+    let mut flipped_header = good.clone();
+    flipped_header[0] ^= 0x01;
+    let mut flipped_tensor = good.clone();
+    flipped_tensor[len * 3 / 4] ^= 0x40;
+    let damaged: [(&str, Vec<u8>); 5] = [
+        ("a flipped header byte", flipped_header),
+        ("a flipped tensor byte", flipped_tensor),
+        ("cut in the middle", good[..len / 2].to_vec()),
+        ("cut by one byte", good[..len - 1].to_vec()),
+        ("zero bytes", Vec::new()),
+    ];
+    for (what, bytes) in damaged {
+        std::fs::write(&file, &bytes).unwrap();
+        let err = s.restore_blocking(&file).unwrap_err();
+        assert!(matches!(err, InferenceError::SnapshotDamaged { .. }), "{what}: {err}");
+        assert_eq!(s.cached_token_ids_blocking().unwrap(), cached, "{what}: the cache is left alone");
+    }
+    std::fs::write(&file, &good).unwrap();
+    assert_eq!(s.restore_blocking(&file).unwrap().tokens, cached.len() as u32, "the intact file loads");
+    let key_file = dir.path().join("seq.bin.key");
+    std::fs::rename(&key_file, dir.path().join("aside")).unwrap();
+    let err = s.restore_blocking(&file).unwrap_err();
+    assert!(matches!(err, InferenceError::SnapshotDamaged { .. }) && err.to_string().contains("missing"), "{err}");
+
+    // The state file cannot be moved in place (a folder has its name): the
+    // save fails, and its temporary files go with it.
+    let blocked = dir.path().join("blocked.bin");
+    std::fs::create_dir(&blocked).unwrap();
+    std::fs::write(blocked.join("keep"), b"x").unwrap();
+    let err = s.snapshot_blocking(&blocked).unwrap_err();
+    assert!(matches!(err, InferenceError::Snapshot { .. }), "{err}");
+    let mut names: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    assert_eq!(names, ["aside", "blocked.bin", "seq.bin"], "a failed save left files behind");
+}
+
 #[test]
 fn snapshot_of_another_model_is_refused() {
     let Some(s) = smol() else { return };
