@@ -74,11 +74,13 @@ impl Agent {
                 }
             }
             Err(e) => {
-                let miss = match &e {
-                    InferenceError::SnapshotMismatch { .. } => KvMiss::ModelChanged,
-                    _ => KvMiss::LoadFailed,
+                let (miss, note) = match &e {
+                    InferenceError::SnapshotMismatch { .. } => (KvMiss::ModelChanged, format!("{e}: decoding the history again")),
+                    // Refused before the engine read it: the words say so first, the details follow.
+                    InferenceError::SnapshotDamaged { .. } => (KvMiss::Damaged, format!("{}: decoding the history again ({e})", KvMiss::Damaged.describe())),
+                    _ => (KvMiss::LoadFailed, format!("{e}: decoding the history again")),
                 };
-                sink.emit(&event(false, 0, 0, Some(miss), format!("{e}: decoding the history again")));
+                sink.emit(&event(false, 0, 0, Some(miss), note));
             }
         }
     }

@@ -1,11 +1,14 @@
 //! Saved KV caches on disk: `kv/ID.bin` (the sequence state, written by the
-//! session worker), `kv/ID.bin.key` (the worker's model + context key and the
-//! cached token ids) and `kv/ID.bin.meta` (which model file and context the
-//! session ran with, written here). A resume loads the cache only when the
-//! model file and context still match ([`KvIdentity::check`]); otherwise it
-//! says why ([`KvMiss`]) and decodes the history again. Only the most recent
-//! caches are kept ([`prune`]): one cache is the whole context's state — ~17 MB
-//! for SmolLM2 at 1K tokens, gigabytes for an 8B model at 16K.
+//! session worker), `kv/ID.bin.key` (the worker's model + context key, the
+//! state file's length and SHA-256, and the cached token ids) and
+//! `kv/ID.bin.meta` (which model file and context the session ran with,
+//! written here). A resume loads the cache only when the model file and
+//! context still match ([`KvIdentity::check`]) and the file is the one saved
+//! (the worker checks its length and checksum before llama.cpp reads it);
+//! otherwise it says why ([`KvMiss`]) and decodes the history again. Only the
+//! most recent caches are kept ([`prune`], which also deletes the temporary
+//! files of saves that never finished): one cache is the whole context's
+//! state — ~17 MB for SmolLM2 at 1K tokens, gigabytes for an 8B model at 16K.
 
 use std::path::{Path, PathBuf};
 
@@ -32,6 +35,10 @@ pub enum KvMiss {
     Diverges,
     /// The user asked for the history to be decoded again.
     Skipped,
+    /// The file is not the one that was saved: its length or checksum differs
+    /// from the ones recorded beside it (cut, flipped bytes, another file), so
+    /// the engine never read it.
+    Damaged,
     /// The engine could not load the file.
     LoadFailed,
 }
@@ -48,6 +55,7 @@ impl KvMiss {
             KvMiss::ContextChanged => "the context size changed since the cache was saved",
             KvMiss::Diverges => "the saved cache holds another history",
             KvMiss::Skipped => "asked not to load it",
+            KvMiss::Damaged => "the saved cache is damaged",
             KvMiss::LoadFailed => "the engine could not load the saved cache",
         }
     }
@@ -132,14 +140,27 @@ fn sidecar(bin: &Path, suffix: &str) -> PathBuf {
 pub struct Pruned {
     /// The cache files deleted (their `.key` files went with them).
     pub files: Vec<PathBuf>,
-    /// Bytes freed, `.key` files included.
+    /// The temporary files of saves that never finished (a full disk, a crash).
+    pub temporary: Vec<PathBuf>,
+    /// Bytes freed, `.key` and temporary files included.
     pub bytes: u64,
 }
 
+/// How long a save's temporary file may go unmodified before [`prune`] takes
+/// it for the leftover of a save that failed or crashed. A save in progress
+/// (another process's session) writes its file continuously and renames it
+/// within milliseconds of the last write, so it is never this old; a shorter
+/// age would risk deleting a file under a save stalled on a slow disk, a
+/// longer one only keeps dead bytes longer.
+pub const STALE_TMP: std::time::Duration = std::time::Duration::from_secs(10 * 60);
+
 /// Deletes the saved caches in `dir` beyond the `keep` most recently written
-/// ones, never `except` (the one the current run writes). Only files named
-/// `<digits>.bin` (and their `<digits>.bin.key` and `.bin.meta`) are touched;
-/// a missing folder is nothing to do.
+/// ones, never `except` (the one the current run writes), and the temporary
+/// files of saves that never finished: `except`'s own at once (its session is
+/// the one starting, so no save of it is running), the others once they are
+/// [`STALE_TMP`] old. Only files named `<digits>.bin` (and their
+/// `<digits>.bin.key` and `.bin.meta`) and `<digits>.bin.tmp` (and
+/// `<digits>.bin.tmp.key`) are touched; a missing folder is nothing to do.
 ///
 /// # Errors
 /// When the folder cannot be read or a file cannot be deleted.
@@ -149,12 +170,15 @@ pub fn prune(dir: &Path, keep: usize, except: Option<&Path>) -> std::io::Result<
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Pruned::default()),
         Err(e) => return Err(e),
     };
+    let is_id = |id: &str| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit());
     let mut caches = Vec::new();
+    let mut pruned = Pruned::default();
     for entry in entries {
         let entry = entry?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        let is_cache = name.strip_suffix(".bin").is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()));
-        if !is_cache {
+        let is_cache = name.strip_suffix(".bin").is_some_and(is_id);
+        let tmp_of = name.strip_suffix(".bin.tmp").or_else(|| name.strip_suffix(".bin.tmp.key")).filter(|id| is_id(id));
+        if !is_cache && tmp_of.is_none() {
             continue;
         }
         let meta = entry.metadata()?;
@@ -162,6 +186,22 @@ pub fn prune(dir: &Path, keep: usize, except: Option<&Path>) -> std::io::Result<
             continue;
         }
         let path = entry.path();
+        if let Some(id) = tmp_of {
+            let ours = except.is_some_and(|e| e == dir.join(format!("{id}.bin")));
+            let stale = meta.modified()?.elapsed().is_ok_and(|age| age >= STALE_TMP);
+            if ours || stale {
+                match std::fs::remove_file(&path) {
+                    Ok(()) => {
+                        pruned.bytes += meta.len();
+                        pruned.temporary.push(path);
+                    }
+                    // Another process's start pruned it first.
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            continue;
+        }
         if except.is_some_and(|e| e == path) {
             continue;
         }
@@ -170,7 +210,6 @@ pub fn prune(dir: &Path, keep: usize, except: Option<&Path>) -> std::io::Result<
     // Newest first; the current run's cache counts as one of those kept.
     caches.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.cmp(&a.1)));
     let keep_others = keep.saturating_sub(usize::from(except.is_some_and(Path::exists)));
-    let mut pruned = Pruned::default();
     for (_, path, len) in caches.into_iter().skip(keep_others) {
         std::fs::remove_file(&path)?;
         pruned.bytes += len;
@@ -182,6 +221,7 @@ pub fn prune(dir: &Path, keep: usize, except: Option<&Path>) -> std::io::Result<
         }
         pruned.files.push(path);
     }
+    pruned.temporary.sort();
     Ok(pruned)
 }
 
@@ -221,6 +261,31 @@ mod tests {
         let p = prune(d, 0, None).unwrap();
         assert_eq!(p.files.len(), 2);
         assert!(!d.join("4.bin.key").exists() && d.join("notes.bin").exists());
+    }
+
+    /// The temporary files of saves that failed or crashed go: the current
+    /// session's at once, the others' once stale; a fresh one of another
+    /// session (its save may be running) and other names stay.
+    #[test]
+    fn pruning_deletes_the_temporary_files_of_failed_saves() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let stale = STALE_TMP.as_secs() + 60;
+        write(d, "1.bin", 100, 30);
+        write(d, "1.bin.tmp", 1000, 5); // the current session's, however fresh
+        write(d, "1.bin.tmp.key", 10, 5);
+        write(d, "2.bin.tmp", 2000, stale); // a crashed save of another session
+        write(d, "2.bin.tmp.key", 20, stale);
+        write(d, "3.bin.tmp", 3000, 1); // another session saving right now
+        write(d, "notes.bin.tmp", 5, stale); // not an id: left alone
+        write(d, "4.tmp", 5, stale);
+        let p = prune(d, 5, Some(&d.join("1.bin"))).unwrap();
+        assert_eq!(p.temporary, [d.join("1.bin.tmp"), d.join("1.bin.tmp.key"), d.join("2.bin.tmp"), d.join("2.bin.tmp.key")]);
+        assert_eq!(p.bytes, 1000 + 10 + 2000 + 20);
+        assert!(p.files.is_empty());
+        let mut left: Vec<String> = std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        left.sort();
+        assert_eq!(left, ["1.bin", "3.bin.tmp", "4.tmp", "notes.bin.tmp"]);
     }
 
     #[test]

@@ -335,9 +335,13 @@ impl Sessions {
             std::fs::create_dir_all(dir).map_err(|e| AgentError::Io { what: format!("creating {}", dir.display()), reason: e.to_string() })?;
             let pruned = kv::prune(dir, self.kv_keep, Some(&file))
                 .map_err(|e| AgentError::Io { what: format!("pruning saved caches in {}", dir.display()), reason: e.to_string() })?;
-            if !pruned.files.is_empty() {
+            if !pruned.files.is_empty() || !pruned.temporary.is_empty() {
+                let temporary = match pruned.temporary.len() {
+                    0 => String::new(),
+                    n => format!(" and {n} temporary file(s) of saves that did not finish"),
+                };
                 notes.push(format!(
-                    "deleted {} older saved KV cache(s), {:.1} MB (keeping the {} most recent)",
+                    "deleted {} older saved KV cache(s){temporary}, {:.1} MB (keeping the {} most recent)",
                     pruned.files.len(),
                     pruned.bytes as f64 / 1e6,
                     self.kv_keep

@@ -179,7 +179,7 @@ server: string,
  */
 tool: string, };
 
-export type KvMiss = "engine_keeps_no_cache" | "not_saved" | "file_missing" | "model_changed" | "context_changed" | "diverges" | "skipped" | "load_failed";
+export type KvMiss = "engine_keeps_no_cache" | "not_saved" | "file_missing" | "model_changed" | "context_changed" | "diverges" | "skipped" | "damaged" | "load_failed";
 
 export type AgentEvent = { "type": "started", 
 /**
