@@ -43,7 +43,7 @@ pub fn run(args: BenchKvArgs) -> anyhow::Result<()> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print!("{}", report.to_text());
+        print!("{}", crate::terminal::printable(&report.to_text()));
     }
     Ok(())
 }

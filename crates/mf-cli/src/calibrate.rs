@@ -14,6 +14,8 @@ use mf_bench::agentic::calibrate::{
 };
 use mf_forgetting::StrategyKind;
 
+use crate::terminal::printable;
+
 /// Measure each strategy and trigger ratio on this model over a short
 /// route-driven world, and store the recommendation for the app.
 #[derive(Debug, clap::Args)]
@@ -73,7 +75,7 @@ pub async fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         let eta = elapsed / done as f64 * (total - done) as f64;
         let width = 20;
         let filled = done * width / total.max(1);
-        eprintln!(
+        let line = format!(
             "[{}{}] {done}/{total} {} @ {}: route {}/{}, {} compactions, kept {} of {} facts, {} in the answer, {}, {:.0} s · ETA {:.0} s",
             "#".repeat(filled),
             "-".repeat(width - filled),
@@ -89,6 +91,7 @@ pub async fn run(args: CalibrateArgs) -> anyhow::Result<()> {
             r.wall_s,
             eta
         );
+        eprintln!("{}", printable(&line));
     };
     // The runs are scored on a second session of the same model whose
     // window holds the route's uncompacted history.
@@ -106,7 +109,7 @@ pub async fn run(args: CalibrateArgs) -> anyhow::Result<()> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&result)?);
     } else {
-        print!("{}", table(&result));
+        print!("{}", printable(&table(&result)));
     }
     eprintln!("written to {} ({:.0} s in all)", out.display(), t0.elapsed().as_secs_f64());
     Ok(())
@@ -121,7 +124,7 @@ pub async fn run(args: CalibrateArgs) -> anyhow::Result<()> {
 fn engine(args: &EngineArgs) -> anyhow::Result<EngineChoice> {
     let mut s = RunSettings::default();
     for n in args.apply(&mut s) {
-        eprintln!("note: {n}");
+        eprintln!("note: {}", printable(&n));
     }
     if s.engine == mf_agent::EngineKind::Embedded && s.model_path.is_empty() {
         bail!(crate::UsageError("no --model given and no default model in ./models (run `make setup` or `mf models download`)".into()));

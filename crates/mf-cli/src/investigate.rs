@@ -18,6 +18,7 @@ use mf_tools::policy::ApprovalRequest;
 use mf_tools::{Requirement, ToolRegistry, ToolSettings};
 
 use crate::UsageError;
+use crate::terminal::printable;
 
 /// How calls that need approval are answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -196,7 +197,9 @@ impl Approver for TerminalApprover {
             }
             let asked = r.clone();
             let answer = tokio::task::spawn_blocking(move || {
-                eprint!("\napprove {}\n  {} {} (sha256 {})? [{}] ", asked.summary, asked.tool, asked.arguments, &asked.args_sha256[..12], choices(&asked));
+                let prompt =
+                    format!("\napprove {}\n  {} {} (sha256 {})? [{}] ", asked.summary, asked.tool, asked.arguments, &asked.args_sha256[..12], choices(&asked));
+                eprint!("{}", printable(&prompt));
                 let _ = std::io::stderr().flush();
                 let mut line = String::new();
                 std::io::stdin().lock().read_line(&mut line).ok()?;
@@ -319,7 +322,7 @@ impl InvestigateArgs {
     fn spec(&self) -> anyhow::Result<RunSpec> {
         let (s, notes) = self.settings()?;
         for n in notes {
-            eprintln!("note: {n}");
+            eprintln!("note: {}", printable(&n));
         }
         if s.engine == mf_agent::EngineKind::Embedded && s.model_path.is_empty() {
             return Err(UsageError("no --model given and no default model in ./models (run `make setup` or `mf models download`)".into()).into());
@@ -341,21 +344,31 @@ fn open_sessions(db: Option<&Path>) -> anyhow::Result<Sessions> {
     Ok(sessions)
 }
 
-/// Prints events for people, or as JSON lines.
+/// Prints events for people, or as JSON lines. Human lines carry text from
+/// tools, the model and the store: they go out through [`printable`].
 pub struct Printer {
     json: bool,
     in_text: bool,
+    out: Box<dyn std::io::Write + Send>,
 }
 
 impl Printer {
-    /// A printer.
+    /// A printer to standard output.
     pub fn new(json: bool) -> Self {
-        Printer { json, in_text: false }
+        Self::to(json, Box::new(std::io::stdout()))
+    }
+
+    /// A printer to `out`.
+    fn to(json: bool, out: Box<dyn std::io::Write + Send>) -> Self {
+        Printer { json, in_text: false, out }
     }
 }
 
+/// `s` on one line of at most `n` visible characters: controls stripped
+/// first, so that a cut never leaves half an escape sequence and the count
+/// is of what is shown.
 fn one_line(s: &str, n: usize) -> String {
-    let flat: String = s.chars().map(|c| if c == '\n' { ' ' } else { c }).collect();
+    let flat: String = printable(s).chars().map(|c| if c == '\n' || c == '\t' { ' ' } else { c }).collect();
     if flat.chars().count() > n { format!("{}…", flat.chars().take(n).collect::<String>()) } else { flat }
 }
 /// The human line of an event (`None`: not shown).
@@ -446,7 +459,7 @@ pub fn describe(e: &AgentEvent) -> Option<String> {
 
 impl EventSink for Printer {
     fn emit(&mut self, e: &AgentEvent) {
-        let mut out = std::io::stdout().lock();
+        let out = &mut self.out;
         if self.json {
             if let Ok(line) = serde_json::to_string(e) {
                 let _ = writeln!(out, "{line}");
@@ -456,13 +469,13 @@ impl EventSink for Printer {
                 let _ = write!(out, "  ");
                 self.in_text = true;
             }
-            let _ = write!(out, "{text}");
+            let _ = write!(out, "{}", printable(text));
         } else if let Some(line) = describe(e) {
             if self.in_text {
                 let _ = writeln!(out);
                 self.in_text = false;
             }
-            let _ = writeln!(out, "{line}");
+            let _ = writeln!(out, "{}", printable(&line));
         }
         let _ = out.flush();
     }
@@ -471,7 +484,7 @@ impl EventSink for Printer {
 /// Runs a launched session to its end, Ctrl-C stopping it.
 async fn drive(launch: Launch, json: bool) -> anyhow::Result<mf_agent::Outcome> {
     for n in &launch.notes {
-        eprintln!("note: {n}");
+        eprintln!("note: {}", printable(n));
     }
     if !json {
         println!("session {}", launch.id);
@@ -609,7 +622,9 @@ pub async fn sessions(a: SessionsArgs) -> anyhow::Result<()> {
                 println!("no investigations");
             } else {
                 for r in rows {
-                    println!("{:>4}  {:<11}  {:>5} events  {}  {}", r.id, r.status, r.events, one_line(&r.question, 60), r.exit_reason.unwrap_or_default());
+                    let line =
+                        format!("{:>4}  {:<11}  {:>5} events  {}  {}", r.id, r.status, r.events, one_line(&r.question, 60), r.exit_reason.unwrap_or_default());
+                    println!("{}", printable(&line));
                 }
             }
         }
@@ -618,7 +633,7 @@ pub async fn sessions(a: SessionsArgs) -> anyhow::Result<()> {
             let row = store.get(id)?;
             let mut p = Printer::new(a.json);
             if !a.json {
-                println!("session {} · {} · {}", row.id, row.status, row.exit_reason.unwrap_or_default());
+                println!("{}", printable(&format!("session {} · {} · {}", row.id, row.status, row.exit_reason.unwrap_or_default())));
             }
             for e in store.events(id)? {
                 p.emit(&e);
@@ -644,6 +659,68 @@ mod tests {
         r.host = host.map(str::to_owned);
         r.mcp = mcp.then(|| mf_tools::mcp::McpToolRef { server: "files".into(), tool: "read".into() });
         r
+    }
+
+    /// A writer the test reads back.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Text from a tool, the model or the store that carries terminal
+    /// commands (set the title, clear the screen, colour, a C1 CSI, a
+    /// hyperlink, carriage return, backspace, bell) reaches the human output
+    /// as its visible text only, through every event that carries such text.
+    #[test]
+    fn the_printer_strips_terminal_controls_from_untrusted_text() {
+        const EVIL: &str = "\u{1b}]0;pwned\u{7}\u{1b}[2J\u{1b}[31mSAFE\u{1b}[0m\u{9b}1m\u{9d}8;;http://127.0.0.1/\u{9c}\r\u{8}\u{7}";
+        let events = [
+            serde_json::json!({"type": "started", "question": EVIL, "strategy": EVIL, "model": EVIL, "context": 1024, "reserve": 128, "threshold": 700, "tools": [EVIL], "resumed": false}),
+            serde_json::json!({"type": "token", "text": EVIL}),
+            serde_json::json!({"type": "token", "text": "\u{1b}"}), // a sequence split between two tokens
+            serde_json::json!({"type": "token", "text": "]0;split\u{7}"}),
+            serde_json::json!({"type": "tool_call", "call_id": "c1", "name": EVIL, "arguments": {"path": "SAFE"}}),
+            serde_json::json!({"type": "approval_requested", "call_id": "c1", "name": EVIL, "arguments": EVIL, "args_sha256": "0".repeat(64), "summary": EVIL}),
+            serde_json::json!({"type": "tool_result", "call_id": "c1", "name": EVIL, "ok": false, "error": EVIL, "content": EVIL, "truncated": EVIL}),
+            serde_json::json!({"type": "compaction_failed", "round": 1, "message": EVIL}),
+            serde_json::json!({"type": "kv_snapshot", "round": 1, "reason": EVIL, "slot": EVIL, "tokens": 1, "bytes": 1, "ms": 1}),
+            serde_json::json!({"type": "kv_restore", "slot": EVIL, "used": false, "snapshot_tokens": 0, "prompt_tokens": 0, "matched_tokens": 0, "note": EVIL}),
+            serde_json::json!({"type": "final_answer", "text": EVIL}),
+            serde_json::json!({"type": "error", "message": EVIL}),
+        ];
+        let out = Captured::default();
+        let mut p = Printer::to(false, Box::new(out.clone()));
+        for e in &events {
+            p.emit(&serde_json::from_value(e.clone()).unwrap());
+        }
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        let controls: Vec<char> = text.chars().filter(|c| c.is_control() && *c != '\n' && *c != '\t').collect();
+        assert!(controls.is_empty(), "controls reached the terminal: {controls:?} in {text:?}");
+        assert!(!text.contains("pwned") && !text.contains("2J") && !text.contains("127.0.0.1"), "a sequence left its body: {text:?}");
+        // Every event that carries the text printed its visible part.
+        assert!(text.matches("SAFE").count() >= 12, "{text}");
+        assert!(text.contains("answer: SAFE"), "{text}");
+
+        // The JSON lines carry the text whole, escaped (for programs, not terminals).
+        let json = Captured::default();
+        let mut p = Printer::to(true, Box::new(json.clone()));
+        p.emit(&serde_json::from_value(events[10].clone()).unwrap());
+        let line = String::from_utf8(json.0.lock().unwrap().clone()).unwrap();
+        assert!(line.contains("\\u001b]0;pwned\\u0007") && !line.contains('\u{1b}'), "{line}");
+    }
+
+    #[test]
+    fn one_line_cuts_visible_text_never_half_a_sequence() {
+        assert_eq!(one_line("ab\u{1b}[31mcdef", 4), "abcd…");
+        assert_eq!(one_line("a\nb\tc\u{7}", 10), "a b c");
     }
 
     #[test]

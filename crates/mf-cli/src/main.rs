@@ -14,6 +14,7 @@ mod calibrate;
 mod investigate;
 mod models;
 mod plan;
+mod terminal;
 
 /// Measured Forgetting: local-LLM investigations that forget by measure.
 #[derive(Debug, Parser)]
@@ -62,11 +63,12 @@ fn run_async<F: std::future::Future<Output = anyhow::Result<bool>>>(f: impl FnOn
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(e) if e.downcast_ref::<UsageError>().is_some() => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", terminal::printable(&format!("{e:#}")));
             ExitCode::from(2)
         }
+        // An error may quote a server's reply or a file's content.
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", terminal::printable(&format!("{e:#}")));
             ExitCode::FAILURE
         }
     }
@@ -83,14 +85,14 @@ fn main() -> ExitCode {
         Command::Plan(args) => match plan::run(&args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(UsageError(msg)) => {
-                eprintln!("error: {msg}");
+                eprintln!("error: {}", terminal::printable(&msg));
                 ExitCode::from(2)
             }
         },
         Command::BenchKv(args) => match bench_kv::run(args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("error: {e:#}");
+                eprintln!("error: {}", terminal::printable(&format!("{e:#}")));
                 ExitCode::FAILURE
             }
         },

@@ -10,6 +10,7 @@ use mf_inference::CancelToken;
 use mf_inference::models::{self, ChecksumSource, DownloadRequest, Progress};
 
 use crate::UsageError;
+use crate::terminal::printable;
 
 /// Arguments of `mf models`.
 #[derive(Debug, Args)]
@@ -107,10 +108,11 @@ fn list(dir: &std::path::Path, json: bool) -> anyhow::Result<bool> {
             (None, Some(p)) => p.clone(),
             (None, None) => String::new(),
         };
-        println!("{:<40} {:>10}  {}", m.file_name, size, what);
+        // File names and header strings come from the files: text for a terminal.
+        println!("{}", printable(&format!("{:<40} {:>10}  {}", m.file_name, size, what)));
     }
     if let Some(d) = models::default_model(dir) {
-        println!("default: {}", d.path().display());
+        println!("default: {}", printable(&d.path().display().to_string()));
     }
     Ok(true)
 }
@@ -132,7 +134,7 @@ async fn download(id: String, url: Option<String>, sha256: Option<String>, file_
             on_ctrl_c.cancel();
         }
     });
-    eprintln!("downloading {url}");
+    eprintln!("downloading {}", printable(&url));
     let mut err = std::io::stderr();
     let result = models::download(
         &req,
@@ -166,9 +168,9 @@ async fn download(id: String, url: Option<String>, sha256: Option<String>, file_
         ChecksumSource::Server => "from the server",
     };
     if done.already_present {
-        println!("{} already present; sha256 {} matches ({source})", done.path.display(), done.sha256);
+        println!("{}", printable(&format!("{} already present; sha256 {} matches ({source})", done.path.display(), done.sha256)));
     } else {
-        println!("{} ({} bytes) sha256 {} verified ({source})", done.path.display(), done.bytes, done.sha256);
+        println!("{}", printable(&format!("{} ({} bytes) sha256 {} verified ({source})", done.path.display(), done.bytes, done.sha256)));
     }
     Ok(true)
 }
@@ -187,22 +189,22 @@ fn verify(file: &std::path::Path, sha256: Option<String>) -> anyhow::Result<bool
         Ok(_) => {}
         Err(models::gguf::GgufError::Io(e)) => return Err(anyhow::Error::new(e).context(format!("cannot read {}", file.display()))),
         Err(e) => {
-            println!("{}  BROKEN: {e}", file.display());
+            println!("{}", printable(&format!("{}  BROKEN: {e}", file.display())));
             return Ok(false);
         }
     }
     let actual = models::download::sha256_file(file)?;
     match expected {
         Some(e) if e == actual => {
-            println!("{}  {actual}  OK", file.display());
+            println!("{}  {actual}  OK", printable(&file.display().to_string()));
             Ok(true)
         }
         Some(e) => {
-            println!("{}  {actual}  MISMATCH (expected {e})", file.display());
+            println!("{}  {actual}  MISMATCH (expected {e})", printable(&file.display().to_string()));
             Ok(false)
         }
         None => {
-            println!("{}  {actual}  (no expected checksum known; pass --sha256)", file.display());
+            println!("{}  {actual}  (no expected checksum known; pass --sha256)", printable(&file.display().to_string()));
             Ok(true)
         }
     }

@@ -82,7 +82,8 @@ pub fn run(args: &PlanArgs) -> Result<(), UsageError> {
         let json = serde_json::to_string_pretty(&plan).map_err(|e| err(e.to_string()))?;
         println!("{json}");
     } else {
-        print!("{}", render(&name, &plan));
+        // The plan quotes the conversation file (labels, notes): text for a terminal.
+        print!("{}", crate::terminal::printable(&render(&name, &plan)));
     }
     Ok(())
 }

@@ -222,3 +222,44 @@ fn calibrate_runs_on_an_openai_server_and_stores_under_its_name() {
     let b = bodies.lock().unwrap();
     assert!(!b.is_empty() && b.iter().all(|r| r["model"] == "qwen/qwen3:8b"), "every request names the server's model");
 }
+
+/// Terminal commands in a server's answer, in the question and in a stored
+/// tool result (set the title, clear the screen, colour, a C1 CSI, a
+/// hyperlink, carriage return, bell) reach the human output of
+/// `mf investigate`, `mf sessions list` and `mf sessions show` as their
+/// visible text only.
+#[test]
+fn human_output_carries_no_terminal_controls() {
+    const EVIL: &str = "\u{1b}]0;pwned\u{7}\u{1b}[2J\u{1b}[31mSAFE\u{1b}[0m\u{9b}1m\u{9d}8;;http://127.0.0.1/\u{9c}\r\u{7}";
+    let clean = |what: &str, out: &Output| {
+        for (stream, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+            let text = String::from_utf8_lossy(bytes);
+            let controls: Vec<char> = text.chars().filter(|c| c.is_control() && *c != '\n' && *c != '\t').collect();
+            assert!(controls.is_empty(), "{what} {stream}: controls reached the terminal: {controls:?} in {text:?}");
+            assert!(!text.contains("pwned"), "{what} {stream}: {text:?}");
+        }
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let home = tempfile::tempdir().unwrap();
+    let (port, _) = serve_openai(EVIL);
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let question = format!("Who owns the service? {EVIL}");
+    let out = mf(&["investigate", &question, "--openai", &url, "--model", "smol-server", "--ctx", "2048"], home.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = clean("investigate", &out);
+    assert!(text.contains("answer: SAFE"), "{text}");
+
+    // A tool result stored by another face (the app) with the same text.
+    let store = mf_agent::Store::open(&home.path().join("sessions.db")).unwrap();
+    let id = store.create("What does the tool say?", &serde_json::json!({})).unwrap();
+    let result = serde_json::json!({"type": "tool_result", "call_id": "c1", "name": "http", "ok": true, "error": null, "content": EVIL, "truncated": null});
+    store.append_event(id, &serde_json::from_value(result).unwrap()).unwrap();
+    drop(store);
+
+    let text = clean("sessions list", &mf(&["sessions", "list"], home.path()));
+    assert!(text.contains("Who owns the service? SAFE"), "{text}");
+    let text = clean("sessions show", &mf(&["sessions", "show", "1"], home.path()));
+    assert!(text.contains("answer: SAFE"), "{text}");
+    let text = clean("sessions show", &mf(&["sessions", "show", &id.to_string()], home.path()));
+    assert!(text.contains("← ok") && text.contains("SAFE"), "{text}");
+}
