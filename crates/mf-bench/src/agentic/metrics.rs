@@ -128,6 +128,9 @@ pub struct AgenticRun {
     /// the scoring of its world (not written to the results).
     #[serde(skip)]
     pub contexts: Option<RunContexts>,
+    /// The run's id in the session store of `agentic --store` (absent without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<i64>,
 }
 
 /// The `exit` of a run that failed.
@@ -216,6 +219,7 @@ impl AgenticRun {
             failure: Some(failure),
             likelihood: None,
             contexts: None,
+            session: None,
         }
     }
 

@@ -169,6 +169,20 @@ pub struct AgenticConfig {
     /// compaction's plan and sizes, every tool call, the summaries).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<std::path::PathBuf>,
+    /// Keep each run as a stored investigation in this session store, as
+    /// `mf investigate` would (its spec names `engine`): `mf replay` and
+    /// `mf sessions show` then read it. Each run's `session` is its id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<StoreTarget>,
+}
+
+/// Where runs are stored (see [`AgenticConfig::store`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoreTarget {
+    /// The session store (SQLite), made if missing.
+    pub db: std::path::PathBuf,
+    /// The engine the stored spec names (the model the runs ran on).
+    pub engine: mf_agent::EngineChoice,
 }
 
 impl Default for AgenticConfig {
@@ -184,6 +198,7 @@ impl Default for AgenticConfig {
             driver: Driver::Model,
             server_dies_after: None,
             trace: None,
+            store: None,
         }
     }
 }
@@ -303,7 +318,22 @@ pub async fn run_world(backend: Arc<dyn Backend>, world: &World, strategy: Agent
     })?;
     watched.watch(agent.cancel_token());
     let mut sink = VecSink::default();
-    let out = agent.run(&question, &mut sink).await;
+    let (out, session) = match &cfg.store {
+        None => (agent.run(&question, &mut sink).await, None),
+        Some(target) => {
+            let store_err = |e: mf_agent::AgentError| BenchError::InvalidSetting { name: "store", reason: format!("{}: {e}", target.db.display()) };
+            let store = mf_agent::Store::open(&target.db).map_err(store_err)?;
+            let spec =
+                mf_agent::RunSpec { engine: target.engine.clone(), context: n_ctx, agent: agent.settings().clone(), tools: mf_agent::ToolsSpec::default() };
+            let id = store.create(&question, &serde_json::to_value(&spec)?).map_err(store_err)?;
+            let mut stored = mf_agent::StoreSink { store: &store, id, next: &mut sink, error: None };
+            let out = agent.run(&question, &mut stored).await;
+            if let Some(e) = stored.error.take() {
+                return Err(store_err(e));
+            }
+            (out, Some(id))
+        }
+    };
     let wall_ms = t.elapsed().as_millis() as u64;
     // The trace of a failed run too: it shows what the loop did up to the failure.
     if let Some(dir) = &cfg.trace {
@@ -401,6 +431,7 @@ pub async fn run_world(backend: Arc<dyn Backend>, world: &World, strategy: Agent
         failure: None,
         likelihood: None,
         contexts: Some(contexts),
+        session,
     })
 }
 

@@ -145,6 +145,11 @@ struct AgenticArgs {
     /// history of a world (a probe over it is listed as unscored).
     #[arg(long, default_value_t = 16384)]
     score_ctx: u32,
+    /// Keep every run as a stored investigation in this session store (made
+    /// if missing): `mf sessions show ID` and `mf replay ID --db FILE` read
+    /// them. Each run's `session` in the results is its id.
+    #[arg(long)]
+    store: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -340,6 +345,10 @@ fn run_agentic(a: AgenticArgs) -> Result<()> {
         driver,
         server_dies_after: None,
         trace: a.trace.clone(),
+        store: a.store.clone().map(|db| agentic::StoreTarget {
+            db,
+            engine: mf_agent::EngineChoice::Embedded { model: a.model.clone(), threads: a.threads, gpu: false, tool_grammar: !a.no_tool_grammar },
+        }),
     };
     if a.threads.is_some_and(|t| t < 1) {
         bail!("--threads must be at least 1");
