@@ -51,6 +51,7 @@ pub mod likelihood;
 pub mod load;
 pub mod model;
 pub mod orchestrate;
+pub mod replay;
 pub mod report;
 pub mod results;
 pub mod run;

@@ -14,6 +14,7 @@ mod calibrate;
 mod investigate;
 mod models;
 mod plan;
+mod replay;
 mod terminal;
 
 /// Measured Forgetting: local-LLM investigations that forget by measure.
@@ -38,6 +39,8 @@ enum Command {
     Tool(investigate::ToolCmdArgs),
     /// List, show or resume stored investigations.
     Sessions(investigate::SessionsArgs),
+    /// Replay a stored investigation under every strategy and score each by what the investigation did next.
+    Replay(replay::ReplayArgs),
     /// List, download (with resume and sha256 check) or verify model files.
     Models(models::ModelsArgs),
 }
@@ -100,6 +103,7 @@ fn main() -> ExitCode {
         Command::Investigate(args) => run_async(|| async { investigate::investigate(args).await.map(|()| true) }),
         Command::Tool(args) => run_async(|| investigate::tool(args)),
         Command::Sessions(args) => run_async(|| async { investigate::sessions(args).await.map(|()| true) }),
+        Command::Replay(args) => run_async(|| async { replay::run(args).await.map(|()| true) }),
         Command::Models(args) => run_async(|| models::run(args)),
     }
 }

@@ -1,0 +1,428 @@
+//! A stored investigation replayed under every strategy and scored by its
+//! own future (`mf replay ID`): which strategy would have lost what this
+//! investigation went on to need?
+//!
+//! No probe or reference is written by anyone. The investigation's
+//! transcript (every message its history held, as first written:
+//! [`mf_agent::Store::transcript`]) is cut at its **compaction points**: the
+//! first place where the history up to a reply of the model is over the
+//! trigger (`ratio · (C − G)`), then later such places (at most
+//! [`ReplayConfig::points`], the last reply among them). At each point the
+//! history up to it is compacted as each strategy would have compacted it
+//! (the app's own adapter and summary request, [`crate::condition::compact`],
+//! the model as summariser), and what the investigation really did next —
+//! its next [`ReplayConfig::targets`] replies (calls included, written as
+//! the model wrote them) and its final answer — is scored by
+//! log-probability after each compacted history, with the messages between
+//! the point and each target given verbatim (tool results are context, not
+//! targets). The ceiling (`full`) is the uncompacted history, scored on a
+//! session whose window holds it; the floor (`baseline`) keeps only its
+//! pinned and recent zones. Retention R per strategy, per point, and how
+//! often each beat each other, with the suite's statistics
+//! ([`crate::likelihood::summarise`]).
+//!
+//! Prompts are rendered without the tool schemas, as the suite renders its
+//! scenarios: every context is scored the same way, so the comparison holds,
+//! and the counts that choose the points can sit a little below the live
+//! loop's.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use mf_agent::model::DeltaSource;
+use mf_forgetting::{Budget, Message, PlanConfig, Role, StrategyKind};
+use mf_inference::ChatMessage;
+use serde::{Deserialize, Serialize};
+
+use crate::agentic::scoring::floor_of;
+use crate::condition::{Condition, compact};
+use crate::error::{BenchError, Result};
+use crate::likelihood::{LikelihoodSummary, ProbeFacts, summarise};
+use crate::model::{Model, to_chat};
+
+/// What a replay measures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplayConfig {
+    /// The strategies replayed (each compacts the history at every point);
+    /// `baseline` and `none` are the floor and the ceiling, always scored.
+    pub strategies: Vec<StrategyKind>,
+    /// The investigation's budget (its `C`, `G`, ratio and recent zone).
+    pub budget: Budget,
+    /// The plan settings (the investigation's).
+    pub plan: PlanConfig,
+    /// v2.1's Δ.
+    pub delta: DeltaSource,
+    /// v2.1: tokens of each withholding-test answer.
+    pub probe_max_tokens: u32,
+    /// Replies after each point that are scored (the final answer is always scored too).
+    pub targets: usize,
+    /// Compaction points at most: the first crossing, the last reply, and
+    /// evenly between them.
+    pub points: usize,
+}
+
+impl ReplayConfig {
+    /// The defaults for an investigation's budget: the four compacting
+    /// strategies, three replies after each of at most three points.
+    #[must_use]
+    pub fn for_budget(budget: Budget, plan: PlanConfig) -> Self {
+        ReplayConfig {
+            strategies: vec![StrategyKind::Masking, StrategyKind::V1, StrategyKind::V2, StrategyKind::V21],
+            budget,
+            plan,
+            delta: DeltaSource::Likelihood,
+            probe_max_tokens: mf_agent::model::PROBE_MAX_TOKENS,
+            targets: 3,
+            points: 3,
+        }
+    }
+}
+
+/// One strategy's compaction at one point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PointCompaction {
+    /// The strategy.
+    pub strategy: String,
+    /// Prompt tokens after it (before: the point's `tokens`).
+    pub tokens_after: usize,
+    /// Messages after it.
+    pub messages_after: usize,
+    /// Wall time, ms.
+    pub compaction_ms: u64,
+    /// Why it could not compact (its targets are then not scored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Whether the compacted history was no smaller ("grew": not ranked at this point).
+    pub grew: bool,
+}
+
+/// One compaction point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplayPoint {
+    /// The transcript's messages before the point (the reply at this index is the first target).
+    pub at: usize,
+    /// Prompt tokens of the uncompacted history there.
+    pub tokens: usize,
+    /// Messages of the floor (pinned + recent).
+    pub floor_messages: usize,
+    /// The transcript indices of the targets scored.
+    pub targets: Vec<usize>,
+    /// Per strategy.
+    pub compactions: Vec<PointCompaction>,
+}
+
+/// One target scored under every context.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetScore {
+    /// The point (index into `points`).
+    pub point: usize,
+    /// The target's transcript index.
+    pub at: usize,
+    /// `reply` (a call or text the model wrote next) or `answer` (the final answer).
+    pub kind: String,
+    /// Tokens of the target.
+    pub tokens: usize,
+    /// NLL per token (nats) after each context: `full`, `baseline`, then the strategies.
+    pub nll: BTreeMap<String, f64>,
+}
+
+/// A replay's results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplayResult {
+    /// The model that summarised and scored.
+    pub model: String,
+    /// The investigation's id in its store.
+    pub session: i64,
+    /// Its question.
+    pub question: String,
+    /// The strategy it ran live.
+    pub live_strategy: String,
+    /// Messages in its transcript.
+    pub transcript_messages: usize,
+    /// Its budget: `C`, `G`, ratio, recent.
+    pub context: usize,
+    /// See `context`.
+    pub reserve: usize,
+    /// See `context`.
+    pub ratio: f64,
+    /// See `context`.
+    pub recent: usize,
+    /// The trigger in prompt tokens (as counted here, without tool schemas).
+    pub threshold: usize,
+    /// The scoring session's window.
+    pub score_ctx: u32,
+    /// The compaction points.
+    pub points: Vec<ReplayPoint>,
+    /// Every target's scores.
+    pub scores: Vec<TargetScore>,
+    /// Targets that could not be scored, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unscored: Vec<String>,
+    /// R per strategy (`class`: the point, `dimension`: the target's kind).
+    pub likelihood: Option<LikelihoodSummary>,
+    /// Wall time, seconds.
+    pub wall_s: f64,
+}
+
+/// What the model wrote in a message, as a scoring target: its text, or for
+/// a call without text the call as JSON (`{"name": …, "arguments": …}`).
+#[must_use]
+pub fn target_text(m: &Message) -> String {
+    if !m.content.trim().is_empty() {
+        return m.content.clone();
+    }
+    m.tool_calls
+        .iter()
+        .map(|c| format!(r#"{{"name": {}, "arguments": {}}}"#, serde_json::Value::String(c.name.clone()), c.arguments))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The compaction points of `transcript` (indices of replies of the model
+/// whose preceding history is over `threshold`): the first, the last, and
+/// evenly between, at most `max`. `tokens(i)` counts the history before `i`.
+///
+/// # Errors
+/// What `tokens` returns.
+pub fn points(transcript: &[Message], threshold: usize, max: usize, tokens: &mut dyn FnMut(usize) -> Result<usize>) -> Result<Vec<(usize, usize)>> {
+    let replies: Vec<usize> = (1..transcript.len()).filter(|&i| transcript[i].role == Role::Assistant).collect();
+    let mut over = Vec::new();
+    for &i in &replies {
+        let t = tokens(i)?;
+        if t > threshold {
+            over.push((i, t));
+        }
+    }
+    if over.len() <= max.max(1) {
+        return Ok(over);
+    }
+    if max < 2 {
+        over.truncate(1);
+        return Ok(over);
+    }
+    let last = over.len() - 1;
+    let mut picked: Vec<usize> = (0..max).map(|k| (k * last + (max - 1) / 2) / (max - 1)).collect();
+    picked.dedup();
+    Ok(picked.into_iter().map(|k| over[k]).collect())
+}
+
+/// Replays `transcript` (an investigation's) under `cfg`: compactions on
+/// `model`, scores on `scorer` (whose window must hold the uncompacted
+/// history). `progress(done, total, what)` after each step.
+///
+/// # Errors
+/// The models' errors other than a target that cannot be scored (listed in
+/// `unscored`); [`BenchError::Cancelled`]; [`BenchError::InvalidSetting`]
+/// for a transcript without a compaction point.
+#[allow(clippy::too_many_lines)]
+pub fn replay(model: &Model, scorer: &Model, transcript: &[Message], cfg: &ReplayConfig, progress: &mut dyn FnMut(usize, usize, &str)) -> Result<ReplayResult> {
+    let t0 = Instant::now();
+    cfg.budget.validate()?;
+    // An engine that cannot score is refused before anything is compacted.
+    scorer.score(vec![ChatMessage::user("Reply with yes.")], vec!["yes".to_owned()])?;
+    let threshold = cfg.budget.threshold();
+    let chat = |ms: &[Message]| -> Vec<ChatMessage> { ms.iter().map(to_chat).collect() };
+    let pts = points(transcript, threshold, cfg.points, &mut |i| model.count_conversation(&chat(&transcript[..i])))?;
+    if pts.is_empty() {
+        return Err(BenchError::InvalidSetting {
+            name: "replay",
+            reason: format!("the history never went over the trigger ({threshold} tokens): nothing would have been compacted"),
+        });
+    }
+    // The floor is `baseline`: the strategy of that name is not replayed beside it.
+    let strategies: Vec<StrategyKind> = cfg.strategies.iter().copied().filter(|s| *s != StrategyKind::Baseline && *s != StrategyKind::None).collect();
+    let answer_at = transcript.len().checked_sub(1).filter(|&i| transcript[i].role == Role::Assistant && transcript[i].tool_calls.is_empty());
+    let total = pts.len() * (strategies.len() + 1);
+    let mut done = 0;
+    let mut points_out = Vec::new();
+    let mut scores = Vec::new();
+    let mut unscored = Vec::new();
+    for (pi, &(at, tokens)) in pts.iter().enumerate() {
+        let history = &transcript[..at];
+        let mut targets: Vec<usize> = (at..transcript.len()).filter(|&j| transcript[j].role == Role::Assistant).take(cfg.targets).collect();
+        if let Some(a) = answer_at
+            && !targets.contains(&a)
+        {
+            targets.push(a);
+        }
+        let floor = floor_of(history, cfg.budget.recent);
+        let mut contexts: Vec<(String, Vec<Message>)> = vec![("full".into(), history.to_vec()), ("baseline".into(), floor.clone())];
+        let mut compactions = Vec::new();
+        for &s in &strategies {
+            let name = Condition::of(s).as_str().to_owned();
+            let t = Instant::now();
+            match compact(model, Condition::of(s), history, &cfg.budget, &cfg.plan, cfg.probe_max_tokens, cfg.delta) {
+                Ok(c) => {
+                    let grew = c.tokens_after >= c.tokens_before || c.report.as_ref().is_some_and(|r| r.kept_original.is_some() || r.declined.is_some());
+                    compactions.push(PointCompaction {
+                        strategy: name.clone(),
+                        tokens_after: c.tokens_after,
+                        messages_after: c.messages.len(),
+                        compaction_ms: c.compaction_ms,
+                        error: None,
+                        grew,
+                    });
+                    contexts.push((name.clone(), c.messages));
+                }
+                Err(BenchError::Cancelled) => return Err(BenchError::Cancelled),
+                Err(e) => compactions.push(PointCompaction {
+                    strategy: name.clone(),
+                    tokens_after: 0,
+                    messages_after: 0,
+                    compaction_ms: t.elapsed().as_millis() as u64,
+                    error: Some(e.to_string()),
+                    grew: false,
+                }),
+            }
+            done += 1;
+            progress(done, total, &format!("point {} of {}: {name} compacted", pi + 1, pts.len()));
+        }
+        for &j in &targets {
+            let text = target_text(&transcript[j]);
+            let between = &transcript[at..j];
+            let mut nll = BTreeMap::new();
+            let mut n_tokens = 0;
+            for (name, ctx) in &contexts {
+                let mut msgs = chat(ctx);
+                msgs.extend(chat(between));
+                match scorer.score(msgs, vec![text.clone()]) {
+                    Ok(s) => {
+                        if let Some(x) = s.first().and_then(mf_inference::Scored::nll_per_token) {
+                            n_tokens = s[0].tokens.len();
+                            nll.insert(name.clone(), x);
+                        }
+                    }
+                    Err(BenchError::Cancelled) => return Err(BenchError::Cancelled),
+                    Err(e) => unscored.push(format!("point {} target {j} after {name}: {e}", pi + 1)),
+                }
+            }
+            let kind = if Some(j) == answer_at { "answer" } else { "reply" };
+            scores.push(TargetScore { point: pi, at: j, kind: kind.into(), tokens: n_tokens, nll });
+        }
+        done += 1;
+        progress(done, total, &format!("point {} of {}: {} targets scored", pi + 1, pts.len(), targets.len()));
+        points_out.push(ReplayPoint { at, tokens, floor_messages: floor.len(), targets, compactions });
+    }
+    let facts: Vec<ProbeFacts> = scores
+        .iter()
+        .map(|s| ProbeFacts {
+            key: format!("{}/{}", s.point, s.at),
+            class: format!("point {} (message {})", s.point + 1, points_out[s.point].at),
+            dimension: s.kind.clone(),
+            nll: s.nll.clone(),
+            choice: BTreeMap::new(),
+            grew: points_out[s.point].compactions.iter().filter(|c| c.grew).map(|c| c.strategy.clone()).collect(),
+            chance: None,
+        })
+        .collect();
+    let names: Vec<String> = strategies.iter().map(|s| Condition::of(*s).as_str().to_owned()).collect();
+    let mut order = vec!["full", "baseline"];
+    order.extend(names.iter().map(String::as_str));
+    let likelihood = (!facts.is_empty()).then(|| summarise(&facts, &order));
+    Ok(ReplayResult {
+        model: model.info().name.clone(),
+        session: 0,
+        question: mf_forgetting::message::question_index(transcript).map(|i| transcript[i].content.clone()).unwrap_or_default(),
+        live_strategy: String::new(),
+        transcript_messages: transcript.len(),
+        context: cfg.budget.context,
+        reserve: cfg.budget.reserve,
+        ratio: cfg.budget.ratio,
+        recent: cfg.budget.recent,
+        threshold,
+        score_ctx: scorer.info().context_size,
+        points: points_out,
+        scores,
+        unscored,
+        likelihood,
+        wall_s: t0.elapsed().as_secs_f64(),
+    })
+}
+
+/// The replay as Markdown: the points and their compactions, then R.
+#[must_use]
+pub fn markdown(r: &ReplayResult) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(out, "### Investigation {} replayed — {}\n", r.session, r.model);
+    let _ = writeln!(
+        out,
+        "\"{}\" ({} messages, live strategy {}); C = {}, G = {}, ratio {}, recent {}: trigger {} tokens (counted without tool schemas); scored on a {}-token window; {:.0} s.\n",
+        r.question.replace('|', "\\|"),
+        r.transcript_messages,
+        if r.live_strategy.is_empty() { "–" } else { &r.live_strategy },
+        r.context,
+        r.reserve,
+        r.ratio,
+        r.recent,
+        r.threshold,
+        r.score_ctx,
+        r.wall_s
+    );
+    let names: Vec<String> = r.points.first().map(|p| p.compactions.iter().map(|c| c.strategy.clone()).collect()).unwrap_or_default();
+    let _ = writeln!(out, "| point | at message | tokens | targets | {} |", names.iter().map(|n| format!("{n}: tokens after")).collect::<Vec<_>>().join(" | "));
+    let _ = writeln!(out, "| ---: | ---: | ---: | ---: |{}", " ---: |".repeat(names.len()));
+    for (i, p) in r.points.iter().enumerate() {
+        let cells: Vec<String> = p
+            .compactions
+            .iter()
+            .map(|c| match (&c.error, c.grew) {
+                (Some(_), _) => "failed".to_owned(),
+                (None, true) => format!("{} (grew)", c.tokens_after),
+                (None, false) => c.tokens_after.to_string(),
+            })
+            .collect();
+        let _ = writeln!(out, "| {} | {} | {} | {} | {} |", i + 1, p.at, p.tokens, p.targets.len(), cells.join(" | "));
+    }
+    out.push('\n');
+    if let Some(l) = &r.likelihood {
+        let _ = writeln!(
+            out,
+            "Each target is a reply the investigation really made after the point (or its final answer), scored after each compacted history; **full** is the uncompacted history, **baseline** its pinned and recent zones only; \"class\" is the point and \"dimension\" the target's kind.\n"
+        );
+        crate::likelihood::markdown(&mut out, l);
+    }
+    for u in &r.unscored {
+        let _ = writeln!(out, "- not scored: {u}");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn transcript(replies: usize) -> Vec<Message> {
+        let mut t = vec![Message::system("s", "sys"), Message::user("q", "question")];
+        for i in 0..replies {
+            let call = mf_forgetting::ToolCall { id: format!("c{i}"), name: "http".into(), arguments: serde_json::json!({"url": format!("/p{i}")}) };
+            t.push(Message::assistant_calls(&format!("a{i}"), "", vec![call]));
+            t.push(Message::tool_result(&format!("t{i}"), &format!("c{i}"), "http", &"x".repeat(100)));
+        }
+        t.push(Message::assistant("ans", "The answer."));
+        t
+    }
+
+    #[test]
+    fn points_start_at_the_first_crossing_and_end_at_the_last_reply() {
+        let t = transcript(8);
+        // Tokens: 10 per message before the index.
+        let mut count = |i: usize| -> Result<usize> { Ok(i * 10) };
+        let p = points(&t, 45, 3, &mut count).unwrap();
+        let at: Vec<usize> = p.iter().map(|x| x.0).collect();
+        // Replies at 2, 4, …, 16 and the answer at 18; over 45 from index 6 on.
+        assert_eq!(at, [6, 12, 18]);
+        assert_eq!(points(&t, 45, 1, &mut count).unwrap().len(), 1);
+        assert!(points(&t, 1000, 3, &mut count).unwrap().is_empty());
+        let all = points(&t, 45, 10, &mut count).unwrap();
+        assert_eq!(all.iter().map(|x| x.0).collect::<Vec<_>>(), [6, 8, 10, 12, 14, 16, 18]);
+    }
+
+    #[test]
+    fn a_call_without_text_is_scored_as_its_json() {
+        let t = transcript(1);
+        assert_eq!(target_text(&t[2]), r#"{"name": "http", "arguments": {"url":"/p0"}}"#);
+        assert_eq!(target_text(&t[4]), "The answer.");
+    }
+}
