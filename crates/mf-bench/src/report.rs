@@ -433,8 +433,20 @@ fn overview(out: &mut String, index: &PageIndex, loaded: &[Vec<ResultsFile>]) {
             for r in models {
                 let Some(l) = &r.likelihood else { continue };
                 let find = |c: &str| l.conditions.iter().find(|x| x.condition == c);
-                let cells: Vec<String> =
-                    OVERVIEW_CONDITIONS.iter().map(|c| crate::likelihood::fmt_interval(find(c).and_then(|x| x.retention.as_ref()))).collect();
+                // A condition ranked on fewer probes (its compaction grew the
+                // history elsewhere) says on how many.
+                let signal = l.probes - l.no_signal;
+                let cells: Vec<String> = OVERVIEW_CONDITIONS
+                    .iter()
+                    .map(|c| {
+                        let r = find(c).and_then(|x| x.retention.as_ref());
+                        let text = crate::likelihood::fmt_interval(r);
+                        match r {
+                            Some(i) if i.n < signal => format!("{text} on {} (grew elsewhere)", i.n),
+                            _ => text,
+                        }
+                    })
+                    .collect();
                 let choice: Vec<String> =
                     OVERVIEW_CONDITIONS.iter().map(|c| find(c).and_then(|x| x.choice.as_ref()).map_or("–".to_owned(), |i| format!("{:.2}", i.value))).collect();
                 let _ = writeln!(
@@ -443,7 +455,7 @@ fn overview(out: &mut String, index: &PageIndex, loaded: &[Vec<ResultsFile>]) {
                     e.title,
                     anchor(&e.title),
                     r.model,
-                    l.probes - l.no_signal,
+                    signal,
                     l.probes,
                     cells.join(" | "),
                     choice.join(" / ")
