@@ -246,7 +246,7 @@ pub struct InvestigateArgs {
     /// Messages at the end kept verbatim.
     #[arg(long, default_value_t = defaults().recent)]
     pub recent: usize,
-    /// How v2.1 ranks: `model` (withholding test asked of the model) or `phi`.
+    /// How v2.1 ranks: `likelihood` (the withholding test scored by log-probability; the model's answers on an engine that cannot score), `model` (the test asked of the model's answers) or `phi`.
     #[arg(long, default_value_t = defaults().delta)]
     pub delta: DeltaSource,
     /// Optional cap on rounds (off by default: exits are dynamic).

@@ -82,7 +82,7 @@ impl Default for AgentSettings {
             max_result_chars: 4000,
             sampling: Sampling::greedy(512),
             plan: PlanConfig::default(),
-            delta: DeltaSource::Model,
+            delta: DeltaSource::default(),
             summary_pass: SummaryPass::default(),
         }
     }

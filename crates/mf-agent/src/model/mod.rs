@@ -210,12 +210,19 @@ pub fn compact(
     let mut config = spec.config.clone();
     let by_model = matches!(spec.delta, DeltaSource::Model | DeltaSource::Likelihood);
     let planned = if spec.strategy == StrategyKind::V21 && by_model && config.ranking == Ranking::Withholding {
-        let mut probe = ModelProbe::new(model, question, spec.probe_max_tokens).with_reserve(reserve);
+        let mut probe = ModelProbe::new(model, question.clone(), spec.probe_max_tokens).with_reserve(reserve);
         if spec.delta == DeltaSource::Likelihood {
             probe = probe.by_likelihood();
         }
-        let first = mf_forgetting::plan(spec.strategy, history, &spec.budget, &counter, &config, Some(&mut probe));
+        let mut first = mf_forgetting::plan(spec.strategy, history, &spec.budget, &counter, &config, Some(&mut probe));
         probe_calls = probe.calls;
+        if probe.scoring_unsupported {
+            // The engine cannot score: the same test, asked of the model's answers.
+            notes.push("v2.1 Δ by likelihood: this engine cannot score; the withholding test compared the model's answers instead".to_owned());
+            let mut by_answers = ModelProbe::new(model, question.clone(), spec.probe_max_tokens).with_reserve(reserve);
+            first = mf_forgetting::plan(spec.strategy, history, &spec.budget, &counter, &config, Some(&mut by_answers));
+            probe_calls += by_answers.calls;
+        }
         match first {
             Ok(p) => Ok(p),
             Err(e) => {

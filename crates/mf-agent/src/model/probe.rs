@@ -1,11 +1,11 @@
 //! v2.1's withholding test asked of the model. Two ways to measure
 //! Perf(ctx), both anchored on the model's own greedy answer to the question
 //! over the full context (the first evaluation):
-//! - *terms* (the default): an answer is generated under each context and
+//! - *terms*: an answer is generated under each context and
 //!   Perf is the share of the full-context answer's checkable terms
 //!   (numbers, identifiers, names) it keeps — a step function of a short
 //!   generation;
-//! - *likelihood*: no answer is generated per trial; the full-context
+//! - *likelihood* (the default, [`super::DeltaSource`]): no answer is generated per trial; the full-context
 //!   answer is scored by log-probability after each context and Perf is its
 //!   per-token probability (the geometric mean), a continuous measure on
 //!   the same 0–1 scale, at the cost of a prefill instead of a generation.
@@ -15,6 +15,9 @@ use mf_inference::{ChatMessage, Generation, Sampling};
 
 use super::{ModelCalls, chat_history};
 use crate::events::Purpose;
+
+/// How an engine's "cannot score" error reads (`InferenceError::ScoringUnsupported`).
+const SCORING_UNSUPPORTED: &str = "scoring not supported by this engine";
 
 /// Tokens of each answer of the withholding test.
 pub const PROBE_MAX_TOKENS: u32 = 64;
@@ -36,6 +39,8 @@ pub struct ModelProbe<'a> {
     reserve: u32,
     /// Probe calls made.
     pub calls: usize,
+    /// Set when a likelihood trial found that the engine cannot score.
+    pub scoring_unsupported: bool,
 }
 
 impl std::fmt::Debug for ModelProbe<'_> {
@@ -47,7 +52,7 @@ impl std::fmt::Debug for ModelProbe<'_> {
 impl<'a> ModelProbe<'a> {
     /// A test that asks `question`, each answer at most `max_tokens` long.
     pub fn new(model: ModelCalls<'a>, question: String, max_tokens: u32) -> Self {
-        ModelProbe { model, question, reference: None, answer: None, likelihood: false, max_tokens, reserve: 0, calls: 0 }
+        ModelProbe { model, question, reference: None, answer: None, likelihood: false, max_tokens, reserve: 0, calls: 0, scoring_unsupported: false }
     }
 
     /// Leaves room for `reserve` tokens after every test's prompt, or for
@@ -79,7 +84,10 @@ impl<'a> ModelProbe<'a> {
                 a
             }
         };
-        let scored = self.model.score(msgs, vec![answer], Purpose::Probe).map_err(ForgettingError::Evaluator)?;
+        let scored = self.model.score(msgs, vec![answer], Purpose::Probe).map_err(|e| {
+            self.scoring_unsupported |= e.starts_with(SCORING_UNSUPPORTED);
+            ForgettingError::Evaluator(e)
+        })?;
         let lp = scored.first().and_then(|s| s.nll_per_token()).ok_or_else(|| ForgettingError::Evaluator("the answer has no tokens to score".into()))?;
         Ok((-lp).exp())
     }
@@ -177,6 +185,12 @@ impl ProbeEvaluator for ModelProbe<'_> {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+
+    #[test]
+    fn an_engine_that_cannot_score_is_recognised_by_its_error() {
+        let e = mf_inference::InferenceError::ScoringUnsupported { backend: "ollama".into(), reason: "no prompt log-probabilities".into() };
+        assert!(e.to_string().starts_with(SCORING_UNSUPPORTED), "{e}");
+    }
 
     #[test]
     fn checkable_terms_keep_numbers_and_identifiers() {
