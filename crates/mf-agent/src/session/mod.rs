@@ -45,6 +45,8 @@ pub const DEFAULT_KV_KEEP: usize = 3;
 /// KV caches (`kv/`), with the last loaded backend kept for the next session.
 pub struct Sessions {
     dir: PathBuf,
+    /// The store file (`dir/sessions.db` unless [`Sessions::at_db`] named another).
+    db: PathBuf,
     /// How many saved KV caches to keep.
     pub kv_keep: usize,
     /// Whether KV caches are saved at all.
@@ -131,12 +133,15 @@ pub fn next_message_id(history: &[Message]) -> usize {
 impl Sessions {
     /// The sessions kept in `dir` (created on first use).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Sessions { dir: dir.into(), kv_keep: DEFAULT_KV_KEEP, save_kv: true, backend: tokio::sync::Mutex::new(None) }
+        let dir = dir.into();
+        Sessions { db: dir.join("sessions.db"), dir, kv_keep: DEFAULT_KV_KEEP, save_kv: true, backend: tokio::sync::Mutex::new(None) }
     }
 
-    /// The sessions of a store file (`…/sessions.db`): its folder holds the KV caches.
+    /// The sessions of a store file, whatever its name: its folder holds the
+    /// KV caches.
     pub fn at_db(db: &Path) -> Self {
-        Self::new(db.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf))
+        let dir = db.parent().filter(|p| !p.as_os_str().is_empty()).map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        Sessions { db: db.to_path_buf(), ..Self::new(dir) }
     }
 
     /// The data folder.
@@ -148,7 +153,7 @@ impl Sessions {
     /// The store file.
     #[must_use]
     pub fn db_path(&self) -> PathBuf {
-        self.dir.join("sessions.db")
+        self.db.clone()
     }
 
     /// Where the KV cache of session `id` is saved.

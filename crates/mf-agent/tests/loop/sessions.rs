@@ -78,3 +78,20 @@ async fn sessions_store_the_spec_save_the_cache_and_resume_with_both() {
     );
     assert_eq!(first_round_kv(&changed).reused, 0);
 }
+
+/// A store file of another name than `sessions.db` is the one used (`--db FILE`):
+/// it was taken for its folder alone, and `sessions.db` beside it made or read instead.
+#[test]
+fn a_store_file_of_any_name_is_the_one_used() {
+    use mf_agent::Sessions;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("bench-runs.db");
+    let sessions = Sessions::at_db(&db);
+    assert_eq!(sessions.db_path(), db);
+    let id = sessions.store().unwrap().create("q", &serde_json::json!({})).unwrap();
+    assert!(db.is_file() && !dir.path().join("sessions.db").exists());
+    assert_eq!(Sessions::at_db(&db).store().unwrap().get(id).unwrap().question, "q");
+    assert_eq!(sessions.kv_file(id), dir.path().join("kv").join(format!("{id}.bin")));
+    // A bare file name is in the working folder.
+    assert_eq!(Sessions::at_db(std::path::Path::new("runs.db")).dir(), std::path::Path::new("."));
+}
