@@ -252,6 +252,11 @@ pub fn run_all<E>(
                 let wall_ms = t.elapsed().as_millis() as u64;
                 AgenticRun::failed(world, strategy.as_str(), cfg.driver.as_str(), RunFailure::of(&e), wall_ms)
             });
+            let mut run = run;
+            if scorer.is_none() {
+                // Nothing will read them: the memory goes now.
+                run.contexts = None;
+            }
             runs.push(run);
             done(&runs)?;
         }

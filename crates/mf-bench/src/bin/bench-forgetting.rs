@@ -387,6 +387,9 @@ fn run_agentic(a: AgenticArgs) -> Result<()> {
         sc.n_threads = a.threads;
         Some(LlamaSession::load(sc).with_context(|| format!("cannot load {} for scoring (window {})", a.model.display(), a.score_ctx))?)
     };
+    // The window the scorer really has (a model clamps it to its training context).
+    let mut settings = settings;
+    settings.score_ctx = scorer.as_ref().map(|s| mf_inference::Backend::context_size(s));
     let strategy_names: Vec<&str> = cfg.strategies.iter().map(|s| s.as_str()).collect();
     let write = |runs: &[agentic::AgenticRun]| -> Result<String> {
         let result = AgenticResult {
