@@ -205,12 +205,7 @@ impl Store {
     /// # Errors
     /// SQLite or JSON errors.
     pub fn transcript(&self, id: i64) -> Result<Vec<Message>, AgentError> {
-        let mut st = self.conn.prepare("SELECT json FROM transcript WHERE investigation = ?1 ORDER BY seq")?;
-        let rows = st.query_map(params![id], |r| r.get::<_, String>(0))?;
-        let mut out = Vec::new();
-        for r in rows {
-            out.push(serde_json::from_str(&r?)?);
-        }
+        let out = self.messages_of("transcript", id)?;
         if out.is_empty() {
             return self.history(id);
         }
@@ -222,7 +217,12 @@ impl Store {
     /// # Errors
     /// SQLite or JSON errors.
     pub fn history(&self, id: i64) -> Result<Vec<Message>, AgentError> {
-        let mut st = self.conn.prepare("SELECT json FROM messages WHERE investigation = ?1 ORDER BY seq")?;
+        self.messages_of("messages", id)
+    }
+
+    /// The messages of `id` in `table` (`messages` or `transcript`), in order.
+    fn messages_of(&self, table: &str, id: i64) -> Result<Vec<Message>, AgentError> {
+        let mut st = self.conn.prepare(&format!("SELECT json FROM {table} WHERE investigation = ?1 ORDER BY seq"))?;
         let rows = st.query_map(params![id], |r| r.get::<_, String>(0))?;
         let mut out = Vec::new();
         for r in rows {
