@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use mf_agent::{EngineChoice, EngineSpec};
+use mf_agent::EngineChoice;
 use mf_bench::agentic::calibrate::{self, CALIBRATION_CONTEXT, CALIBRATION_WORLD, Calibration, CalibrationConfig, CalibrationRow};
 use serde::Serialize;
 use tauri::State;
@@ -58,7 +58,7 @@ pub fn calibration(state: State<'_, AppState>) -> CmdResult<Option<Calibration>>
 pub fn stored(state: &AppState) -> CmdResult<Option<Calibration>> {
     let s = state.settings()?;
     let engine = EngineChoice::named(&s);
-    Ok(calibrate::load_stored(&data_dir(state), &calibrate::model_key(&EngineSpec::from(&engine))))
+    Ok(calibrate::load_stored(&data_dir(state), &calibrate::model_key(&engine)))
 }
 
 /// Calibrates the settings' model on a thread of its own (a few minutes on
@@ -80,7 +80,7 @@ pub fn calibrate_model(state: State<'_, AppState>, on_event: Channel<Calibration
 pub fn start(state: &AppState, send: impl Fn(CalibrationEvent) + Send + 'static) -> CmdResult<()> {
     let s = state.settings()?;
     let engine = EngineChoice::resolve(&s).map_err(|e| crate::settings::invalid(&e))?;
-    let key = calibrate::model_key(&EngineSpec::from(&engine));
+    let key = calibrate::model_key(&engine);
     let world = mf_bench::agentic::load_world(&state.paths.worlds, CALIBRATION_WORLD)
         .map_err(|e| CommandError::invalid(e.to_string()))?
         .ok_or_else(|| CommandError::invalid(format!("The calibration world {CALIBRATION_WORLD} is not in {}.", state.paths.worlds.display())))?;

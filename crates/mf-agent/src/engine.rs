@@ -208,74 +208,6 @@ impl EngineChoice {
     }
 }
 
-/// The engine choice's former shape, kept only so that code written against
-/// it (the benchmark's calibration key) reads the same; convert with
-/// `EngineSpec::from(&choice)`. New code uses [`EngineChoice`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum EngineSpec {
-    /// llama.cpp in this process, over a GGUF file.
-    Llama {
-        /// The GGUF file.
-        model: PathBuf,
-        /// CPU threads (`None`: all).
-        #[serde(default)]
-        threads: Option<i32>,
-        /// Offload every layer to the GPU.
-        #[serde(default)]
-        gpu: bool,
-        /// Constrain fenced-JSON tool calls with a grammar.
-        #[serde(default)]
-        tool_grammar: bool,
-    },
-    /// An OpenAI-compatible server.
-    #[serde(rename = "openai")]
-    OpenAi {
-        /// Base URL.
-        url: String,
-        /// The model name sent to the server.
-        model: String,
-        /// Tools written into the messages' text.
-        #[serde(default)]
-        tools_in_text: bool,
-    },
-    /// An Ollama server.
-    Ollama {
-        /// Base URL.
-        url: String,
-        /// The model name.
-        model: String,
-    },
-}
-
-impl EngineSpec {
-    /// What the model is called in lists: the file name or the server's model name.
-    #[must_use]
-    pub fn model_label(&self) -> String {
-        EngineChoice::from(self).model_label()
-    }
-}
-
-impl From<&EngineChoice> for EngineSpec {
-    fn from(c: &EngineChoice) -> Self {
-        match c.clone() {
-            EngineChoice::Embedded { model, threads, gpu, tool_grammar } => EngineSpec::Llama { model, threads, gpu, tool_grammar },
-            EngineChoice::OpenAi { url, model, tools_in_text, .. } => EngineSpec::OpenAi { url, model, tools_in_text },
-            EngineChoice::Ollama { url, model } => EngineSpec::Ollama { url, model },
-        }
-    }
-}
-
-impl From<&EngineSpec> for EngineChoice {
-    fn from(s: &EngineSpec) -> Self {
-        match s.clone() {
-            EngineSpec::Llama { model, threads, gpu, tool_grammar } => EngineChoice::Embedded { model, threads, gpu, tool_grammar },
-            EngineSpec::OpenAi { url, model, tools_in_text } => EngineChoice::OpenAi { url, model, tools_in_text, key: KeySource::default() },
-            EngineSpec::Ollama { url, model } => EngineChoice::Ollama { url, model },
-        }
-    }
-}
-
 /// The engine flags every command that runs a model flattens (`mf
 /// investigate`, `mf calibrate`): they fill the engine fields of a
 /// [`crate::RunSettings`], which [`crate::RunSpec::resolve`] checks.
@@ -389,7 +321,6 @@ mod tests {
         assert_eq!(c, EngineChoice::OpenAi { url: "http://127.0.0.1:8080/v1".into(), model: "m".into(), tools_in_text: true, key: KeySource::default() });
         let back = serde_json::to_value(&c).unwrap();
         assert_eq!(back["key"], serde_json::json!({"from": "env", "var": "OPENAI_API_KEY"}));
-        assert_eq!(EngineChoice::from(&EngineSpec::from(&c)), c, "the former shape converts both ways");
     }
 
     #[test]

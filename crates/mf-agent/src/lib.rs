@@ -43,7 +43,7 @@ pub(crate) fn assert_generated_ts(file: &str, want: &str) {
 
 pub use agent::{Agent, AgentSettings, BEFORE_COMPACTION, Outcome, SYSTEM_PROMPT, Undone, parse_strategy};
 pub use compact::{DeltaSource, SummaryPass};
-pub use engine::{EngineChoice, EngineKind, EngineSpec, KeySource};
+pub use engine::{EngineChoice, EngineKind, KeySource};
 pub use error::AgentError;
 pub use events::{AgentEvent, EventSink, ExitReason, Forecast, Gauge, McpOrigin, Purpose, SummaryBy, VecSink};
 pub use model::UnknownName;

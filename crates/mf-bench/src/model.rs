@@ -125,16 +125,20 @@ impl Model {
         Model::new(session)
     }
 
-    /// A model on a server: Ollama's API, or an OpenAI-compatible one (its
-    /// key from `OPENAI_API_KEY`). No connection is made until it is used.
+    /// The model an [`mf_agent::EngineChoice`] names, loaded at `n_ctx`: the
+    /// one way every face of the benchmark (the suite, its judge, the app's
+    /// panel) turns an engine choice into a model. A server's key comes from
+    /// the choice's [`mf_agent::KeySource`]; no connection is made until the
+    /// model is used.
     ///
     /// # Errors
-    /// A URL the client refuses; the runtime cannot be built.
-    pub fn on_server(kind: mf_inference::http::ServerKind, url: &str, name: &str, n_ctx: u32) -> Result<Self> {
-        let backend: Arc<dyn Backend> = match kind {
-            mf_inference::http::ServerKind::Ollama => Arc::new(mf_inference::OllamaBackend::new(url, name, n_ctx)?),
-            mf_inference::http::ServerKind::OpenAi => Arc::new(mf_inference::OpenAiBackend::new(url, name, std::env::var("OPENAI_API_KEY").ok(), n_ctx)?),
-        };
+    /// The engine's: a model file that does not load, a URL the client refuses.
+    pub fn load(choice: &mf_agent::EngineChoice, n_ctx: u32) -> Result<Self> {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(BenchError::Runtime)?;
+        let backend = rt.block_on(choice.load(n_ctx, None)).map_err(|e| match e {
+            mf_agent::AgentError::Inference(e) => BenchError::Inference(e),
+            e => BenchError::InvalidSetting { name: "model", reason: format!("{}: {e}", choice.model_label()) },
+        })?;
         Model::new(backend)
     }
 

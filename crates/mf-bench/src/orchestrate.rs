@@ -8,8 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use mf_inference::http::ServerKind;
-use mf_inference::{CancelToken, LlamaConfig, LlamaSession};
+use mf_inference::CancelToken;
 use serde::{Deserialize, Serialize};
 
 use crate::Condition;
@@ -48,9 +47,10 @@ pub struct BenchRequest {
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(deny_unknown_fields)]
 pub struct JudgeRequest {
-    /// `openai` (an OpenAI-compatible server; its key from `OPENAI_API_KEY`) or `ollama`.
+    /// `openai` (an OpenAI-compatible server; its key from `OPENAI_API_KEY`)
+    /// or `ollama`: a judge runs on a server.
     #[cfg_attr(test, ts(type = "'openai' | 'ollama'"))]
-    pub engine: String,
+    pub engine: mf_agent::EngineKind,
     /// The server's base URL (`http://127.0.0.1:8080/v1`, `http://127.0.0.1:11434`).
     pub url: String,
     /// The model name on the server.
@@ -60,8 +60,8 @@ pub struct JudgeRequest {
 impl JudgeRequest {
     fn check(&self) -> Result<()> {
         let bad = |reason: String| Err(BenchError::InvalidSetting { name: "judge", reason });
-        if self.engine != "openai" && self.engine != "ollama" {
-            return bad(format!("the judge's engine must be openai or ollama, not {:?}", self.engine));
+        if self.engine == mf_agent::EngineKind::Embedded {
+            return bad("the judge runs on a server: its engine must be openai or ollama".to_owned());
         }
         if !(self.url.starts_with("http://") || self.url.starts_with("https://")) {
             return bad(format!("the judge's server URL must start with http:// or https:// (got {:?})", self.url));
@@ -72,13 +72,24 @@ impl JudgeRequest {
         Ok(())
     }
 
+    /// The judge's engine: its server, its model, the key from `OPENAI_API_KEY`.
+    #[must_use]
+    pub fn choice(&self) -> mf_agent::EngineChoice {
+        let (url, model) = (self.url.clone(), self.model.clone());
+        match self.engine {
+            mf_agent::EngineKind::Ollama => mf_agent::EngineChoice::Ollama { url, model },
+            mf_agent::EngineKind::Openai | mf_agent::EngineKind::Embedded => {
+                mf_agent::EngineChoice::OpenAi { url, model, tools_in_text: false, key: mf_agent::KeySource::default() }
+            }
+        }
+    }
+
     /// The judge as a model (no connection is made until it grades).
     ///
     /// # Errors
     /// A URL the client refuses.
     pub fn load(&self, n_ctx: u32) -> Result<Model> {
-        let kind = if self.engine == "ollama" { ServerKind::Ollama } else { ServerKind::OpenAi };
-        Model::on_server(kind, &self.url, &self.model, n_ctx)
+        Model::load(&self.choice(), n_ctx)
     }
 }
 
@@ -184,12 +195,11 @@ impl BenchJob {
     }
 
     fn run_model(&self, path: &Path, offset: u64, run: &BenchRun, send: &dyn Fn(BenchEvent)) -> Result<ModelResult> {
-        let mut lc = LlamaConfig::new(path).with_n_ctx(self.n_ctx);
-        lc.n_threads = self.threads;
         if run.cancel.is_cancelled() {
             return Err(BenchError::Cancelled);
         }
-        let model = Model::llama(Arc::new(LlamaSession::load(lc)?))?.with_cancel(run.cancel.clone());
+        let choice = mf_agent::EngineChoice::Embedded { model: path.to_path_buf(), threads: self.threads, gpu: false, tool_grammar: false };
+        let model = Model::load(&choice, self.n_ctx)?.with_cancel(run.cancel.clone());
         let judge = match &self.judge {
             Some(j) => Some(j.load(self.n_ctx)?.with_cancel(run.cancel.clone())),
             None => None,
@@ -300,9 +310,16 @@ mod tests {
             other => panic!("{other}"),
         }
         assert!(err(BenchRequest { conditions: vec!["v3".into()], ..request() }).to_string().contains("v3"));
-        let judge = |engine: &str, url: &str, model: &str| Some(JudgeRequest { engine: engine.into(), url: url.into(), model: model.into() });
+        let judge = |engine: &str, url: &str, model: &str| {
+            Some(JudgeRequest { engine: serde_json::from_value(serde_json::json!(engine)).unwrap(), url: url.into(), model: model.into() })
+        };
+        let unknown = serde_json::json!({"engine": "vllm", "url": "http://127.0.0.1:8080/v1", "model": "m"});
+        assert!(
+            serde_json::from_value::<JudgeRequest>(unknown).unwrap_err().to_string().contains("vllm"),
+            "an engine that is none of the kinds does not parse"
+        );
         for (j, says) in [
-            (judge("vllm", "http://127.0.0.1:8080/v1", "m"), "openai or ollama"),
+            (judge("embedded", "http://127.0.0.1:8080/v1", "m"), "openai or ollama"),
             (judge("openai", "127.0.0.1:8080", "m"), "http://"),
             (judge("ollama", "http://127.0.0.1:11434", " "), "name the judge's model"),
         ] {

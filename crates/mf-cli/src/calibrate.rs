@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use anyhow::{Context as _, bail};
 use mf_agent::engine::EngineArgs;
-use mf_agent::{EngineChoice, EngineSpec, RunSettings};
+use mf_agent::{EngineChoice, RunSettings};
 use mf_bench::agentic::calibrate::{
     CALIBRATION_CONTEXT, CALIBRATION_SCORE_CONTEXT, CALIBRATION_WORLD, Calibration, CalibrationConfig, CalibrationRow, calibrate, model_key, store,
 };
@@ -98,7 +98,7 @@ pub async fn run(args: CalibrateArgs) -> anyhow::Result<()> {
     let scorer =
         engine.load(CALIBRATION_SCORE_CONTEXT.max(args.ctx), None).await.with_context(|| format!("cannot load {} for scoring", engine.model_label()))?;
     let result = calibrate(backend, Some(scorer), &world, &cfg, &mut progress).await?;
-    let file = model_key(&EngineSpec::from(&engine));
+    let file = model_key(&engine);
     let out = match &args.out {
         Some(out) => {
             std::fs::write(out, serde_json::to_string_pretty(&result)?).with_context(|| format!("cannot write {}", out.display()))?;

@@ -154,12 +154,12 @@ pub struct Calibration {
 /// engines are two calibrations. Characters other than letters, digits, `.`,
 /// `-` and `_` become `_`.
 #[must_use]
-pub fn model_key(engine: &mf_agent::EngineSpec) -> String {
+pub fn model_key(engine: &mf_agent::EngineChoice) -> String {
     let safe = |s: &str| s.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') { c } else { '_' }).collect::<String>();
     match engine {
-        mf_agent::EngineSpec::Llama { .. } => safe(&engine.model_label()),
-        mf_agent::EngineSpec::Ollama { model, .. } => format!("ollama-{}", safe(model)),
-        mf_agent::EngineSpec::OpenAi { model, .. } => format!("openai-{}", safe(model)),
+        mf_agent::EngineChoice::Embedded { .. } => safe(&engine.model_label()),
+        mf_agent::EngineChoice::Ollama { model, .. } => format!("ollama-{}", safe(model)),
+        mf_agent::EngineChoice::OpenAi { model, .. } => format!("openai-{}", safe(model)),
     }
 }
 
@@ -331,13 +331,17 @@ mod tests {
 
     #[test]
     fn each_engine_and_model_has_its_own_file_name() {
-        use mf_agent::EngineSpec;
-        let llama = EngineSpec::Llama { model: "/m/SmolLM2-135M-Instruct.Q4_1.gguf".into(), threads: None, gpu: false, tool_grammar: true };
+        use mf_agent::{EngineChoice, KeySource};
+        let llama = EngineChoice::Embedded { model: "/m/SmolLM2-135M-Instruct.Q4_1.gguf".into(), threads: None, gpu: false, tool_grammar: true };
         assert_eq!(model_key(&llama), "SmolLM2-135M-Instruct.Q4_1.gguf");
-        let ollama = EngineSpec::Ollama { url: "http://127.0.0.1:11434".into(), model: "qwen3:8b".into() };
+        let ollama = EngineChoice::Ollama { url: "http://127.0.0.1:11434".into(), model: "qwen3:8b".into() };
         assert_eq!(model_key(&ollama), "ollama-qwen3_8b");
-        let openai = EngineSpec::OpenAi { url: "http://127.0.0.1:8080/v1".into(), model: "../Qwen/Qwen3-8B".into(), tools_in_text: false };
+        let openai =
+            EngineChoice::OpenAi { url: "http://127.0.0.1:8080/v1".into(), model: "../Qwen/Qwen3-8B".into(), tools_in_text: false, key: KeySource::default() };
         assert_eq!(model_key(&openai), "openai-.._Qwen_Qwen3-8B");
+        let keyless =
+            EngineChoice::OpenAi { key: KeySource::None, tools_in_text: true, url: "http://10.0.0.2:8080/v1".into(), model: "../Qwen/Qwen3-8B".into() };
+        assert_eq!(model_key(&keyless), model_key(&openai), "where the key comes from and where the server is do not make another calibration");
         assert_eq!(stored_path(std::path::Path::new("/d"), &model_key(&openai)), std::path::Path::new("/d/calibration/openai-.._Qwen_Qwen3-8B.json"));
     }
 

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
+use mf_agent::{EngineChoice, KeySource};
 use mf_bench::agentic::{self, AgenticConfig, AgenticResult, AgenticStrategy};
 use mf_bench::run::{Worker, run_suite_parallel};
 use mf_bench::{Condition, Model, ModelResult, RunConfig, Scorers, load, report, schema};
@@ -254,14 +255,36 @@ struct RunArgs {
     out: Option<PathBuf>,
 }
 
+/// One model of an `--all` file (and of `--model` with `--ollama`/`--openai`):
+/// the file's own format, turned into an [`EngineChoice`] by [`ModelEntry::choice`].
 #[derive(Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-struct ModelSpec {
+struct ModelEntry {
     model: String,
     #[serde(default)]
     ollama: Option<String>,
     #[serde(default)]
     openai: Option<String>,
+}
+
+impl ModelEntry {
+    /// The engine that runs this model: its server when one is named; a
+    /// name that is not a GGUF file on the Ollama server at `OLLAMA_HOST`
+    /// (checked now, so a missing server or model fails before the run);
+    /// else the file, in-process, on `threads` threads.
+    fn choice(&self, threads: Option<i32>) -> Result<EngineChoice> {
+        let model = self.model.clone();
+        Ok(match (&self.ollama, &self.openai) {
+            (Some(url), _) => EngineChoice::Ollama { url: url.clone(), model },
+            (None, Some(url)) => EngineChoice::OpenAi { url: url.clone(), model, tools_in_text: false, key: KeySource::default() },
+            (None, None) if !Path::new(&model).exists() && !model.to_ascii_lowercase().ends_with(".gguf") => {
+                let url = ollama_host();
+                check_ollama(&url, &model)?;
+                EngineChoice::Ollama { url, model }
+            }
+            (None, None) => EngineChoice::Embedded { model: PathBuf::from(model), threads, gpu: false, tool_grammar: false },
+        })
+    }
 }
 
 fn main() {
@@ -495,17 +518,9 @@ impl std::fmt::Display for RunsFailed {
 
 impl std::error::Error for RunsFailed {}
 
-fn load_model(spec: &ModelSpec, a: &RunArgs, threads: Option<i32>) -> Result<Model> {
-    match (&spec.ollama, &spec.openai) {
-        (Some(url), _) => Ok(Model::on_server(ServerKind::Ollama, url, &spec.model, a.n_ctx)?),
-        (None, Some(url)) => Ok(Model::on_server(ServerKind::OpenAi, url, &spec.model, a.n_ctx)?),
-        (None, None) if !Path::new(&spec.model).exists() && !spec.model.to_ascii_lowercase().ends_with(".gguf") => {
-            let url = ollama_host();
-            check_ollama(&url, &spec.model)?;
-            Ok(Model::on_server(ServerKind::Ollama, &url, &spec.model, a.n_ctx)?)
-        }
-        (None, None) => load_gguf(Path::new(&spec.model), a, threads),
-    }
+fn load_model(entry: &ModelEntry, a: &RunArgs, threads: Option<i32>) -> Result<Model> {
+    let choice = entry.choice(threads)?;
+    Model::load(&choice, a.n_ctx).with_context(|| format!("cannot load {}", choice.model_label()))
 }
 
 /// The Ollama server a bare model name runs on: `OLLAMA_HOST` (with or
@@ -528,13 +543,6 @@ fn check_ollama(url: &str, model: &str) -> Result<()> {
         bail!("the Ollama server at {url} has no model {model:?} (it has: {}); `ollama pull {model}` fetches it", names.join(", "));
     }
     Ok(())
-}
-
-fn load_gguf(path: &Path, a: &RunArgs, threads: Option<i32>) -> Result<Model> {
-    let mut cfg = LlamaConfig::new(path).with_n_ctx(a.n_ctx);
-    cfg.n_threads = threads;
-    let s = LlamaSession::load(cfg).with_context(|| format!("cannot load {}", path.display()))?;
-    Ok(Model::llama(Arc::new(s))?)
 }
 
 /// Workers and threads per worker from `--workers` / `--threads`.
@@ -560,7 +568,7 @@ fn split_threads(a: &RunArgs) -> Result<(usize, i32)> {
 }
 
 fn bench(a: RunArgs) -> Result<()> {
-    let specs: Vec<ModelSpec> = match (&a.all, &a.model) {
+    let specs: Vec<ModelEntry> = match (&a.all, &a.model) {
         (Some(f), _) if f.as_os_str().is_empty() => {
             // `--all` alone: every model file in models/.
             let mut files: Vec<PathBuf> = std::fs::read_dir("models")
@@ -572,13 +580,13 @@ fn bench(a: RunArgs) -> Result<()> {
             if files.is_empty() {
                 bail!("--all with no file runs the GGUF files in models/, and there are none (run scripts/setup.sh)");
             }
-            files.into_iter().map(|p| ModelSpec { model: p.display().to_string(), ollama: None, openai: None }).collect()
+            files.into_iter().map(|p| ModelEntry { model: p.display().to_string(), ollama: None, openai: None }).collect()
         }
         (Some(f), _) => {
             let text = std::fs::read_to_string(f).with_context(|| format!("cannot read {}", f.display()))?;
             serde_json::from_str(&text).with_context(|| format!("{}: expected [{{\"model\": …, \"ollama\"|\"openai\": URL?}}]", f.display()))?
         }
-        (None, Some(m)) => vec![ModelSpec { model: m.clone(), ollama: a.ollama.clone(), openai: a.openai.clone() }],
+        (None, Some(m)) => vec![ModelEntry { model: m.clone(), ollama: a.ollama.clone(), openai: a.openai.clone() }],
         (None, None) => bail!("give --model PATH.gguf (or --ollama URL --model NAME, --openai URL --model NAME, --all CONFIG)"),
     };
     let mut scenarios = load::load_dir(&a.scenarios, &a.filter)?;
@@ -612,8 +620,8 @@ fn bench(a: RunArgs) -> Result<()> {
             let model = load_model(spec, &a, Some(per_worker))?;
             let judge = match &a.judge_model {
                 Some(m) if cfg.scorers.judge => {
-                    let spec = ModelSpec { model: m.clone(), ollama: a.judge_ollama.clone(), openai: a.judge_openai.clone() };
-                    Some(load_model(&spec, &a, Some(per_worker)).context("the judge")?)
+                    let entry = ModelEntry { model: m.clone(), ollama: a.judge_ollama.clone(), openai: a.judge_openai.clone() };
+                    Some(load_model(&entry, &a, Some(per_worker)).context("the judge")?)
                 }
                 _ => None,
             };

@@ -784,7 +784,8 @@ reason: string, };
 
 export type JudgeRequest = { 
 /**
- * `openai` (an OpenAI-compatible server; its key from `OPENAI_API_KEY`) or `ollama`.
+ * `openai` (an OpenAI-compatible server; its key from `OPENAI_API_KEY`)
+ * or `ollama`: a judge runs on a server.
  */
 engine: 'openai' | 'ollama', 
 /**
