@@ -18,12 +18,14 @@ use tauri::ipc::Channel;
 use crate::AppState;
 use crate::error::{CmdResult, CommandError};
 
-/// What the panel offers (ui/src/lib/api.ts `BenchOptions`).
+/// What the panel offers (generated as ui/src/lib/generated/app.ts `BenchOptions`).
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct BenchOptions {
     /// Model files (names in `models/`, or a full path for the settings' model elsewhere).
     pub models: Vec<String>,
     /// Scenarios with their class.
+    #[cfg_attr(test, ts(type = "ScenarioOption[]"))]
     pub scenarios: Vec<ScenarioOption>,
     /// Condition names.
     pub conditions: Vec<String>,

@@ -15,8 +15,9 @@ use tauri::ipc::Channel;
 use crate::AppState;
 use crate::error::{CmdResult, CommandError};
 
-/// What a calibration run reports (ui/src/lib/api.ts `CalibrationEvent`).
+/// What a calibration run reports (generated as ui/src/lib/generated/app.ts `CalibrationEvent`).
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum CalibrationEvent {
     /// One strategy at one ratio measured.
@@ -26,11 +27,13 @@ pub enum CalibrationEvent {
         /// Runs in all.
         total: usize,
         /// The run just measured.
+        #[cfg_attr(test, ts(type = "CalibrationRow"))]
         row: CalibrationRow,
     },
     /// Every run done; the result is stored.
     Finished {
         /// The result.
+        #[cfg_attr(test, ts(type = "Calibration"))]
         calibration: Calibration,
     },
     /// The calibration failed.

@@ -15,8 +15,9 @@ use crate::AppState;
 use crate::error::{CmdResult, CommandError};
 use crate::investigation::{Start, launch};
 
-/// A demo world as the empty state lists it (ui/src/lib/api.ts `DemoWorld`).
+/// A demo world as the empty state lists it (generated as ui/src/lib/generated/app.ts `DemoWorld`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct DemoWorld {
     /// The world's id (its file name).
     pub id: String,

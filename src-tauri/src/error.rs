@@ -1,5 +1,5 @@
 //! The one error every command returns, serialised for the UI as
-//! `{code, message, details}` (ui/src/lib/api.ts `CommandError`).
+//! `{code, message, details}` (generated as ui/src/lib/generated/app.ts `CommandError`).
 
 use serde::Serialize;
 
@@ -7,12 +7,14 @@ use serde::Serialize;
 /// for a user, and optional structured details (`{fields: {name: message}}`
 /// for settings that failed validation).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct CommandError {
     /// Stable machine-readable code (`invalid_settings`, `not_found`, …).
     pub code: &'static str,
     /// What went wrong, for a user.
     pub message: String,
     /// Structured details, or `null`.
+    #[cfg_attr(test, ts(type = "unknown"))]
     pub details: serde_json::Value,
 }
 

@@ -13,8 +13,9 @@ use crate::error::{CmdResult, CommandError};
 
 pub use mf_inference::models::{RECOMMENDED_FILE, TEST_FALLBACK_FILE as TEST_MODEL_FILE};
 
-/// A model file (ui/src/lib/api.ts `ModelInfo`).
+/// A model file (generated as ui/src/lib/generated/app.ts `ModelInfo`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ModelInfo {
     /// File name.
     pub name: String,
@@ -57,6 +58,7 @@ pub fn default_model(dir: &Path) -> Option<(PathBuf, Option<String>)> {
 
 /// What the app runs with (shown as a banner when `notice` is set).
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct AppInfo {
     /// The app's version.
     pub version: String,
@@ -72,8 +74,9 @@ pub struct AppInfo {
     pub run_code: RunCode,
 }
 
-/// Whether investigations offer `run_code` (ui/src/lib/api.ts `RunCode`).
+/// Whether investigations offer `run_code` (generated as ui/src/lib/generated/app.ts `RunCode`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct RunCode {
     /// Offered.
     pub available: bool,
@@ -129,8 +132,9 @@ pub fn list_models(state: State<'_, AppState>) -> CmdResult<Vec<ModelInfo>> {
     local_models(&state.paths.models)
 }
 
-/// What the download reports (ui/src/lib/api.ts `DownloadEvent`).
+/// What the download reports (generated as ui/src/lib/generated/app.ts `DownloadEvent`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum DownloadEvent {
     /// Bytes received so far.

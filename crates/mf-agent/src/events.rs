@@ -312,6 +312,7 @@ mod tests {
             AgentEvent::decl(&cfg),
             crate::store::SessionStatus::decl(&cfg),
             crate::store::InvestigationRow::decl(&cfg),
+            crate::tools::Scope::decl(&cfg),
         ] {
             out.push_str("export ");
             out.push_str(decl.trim());

@@ -224,6 +224,7 @@ impl ToolRunner for ToolRegistry {
 
 /// How far an answer to a call that asked reaches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum Scope {
     /// This call only.

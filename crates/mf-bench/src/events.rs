@@ -86,6 +86,8 @@ mod tests {
             crate::agentic::calibrate::Recommendation::decl(&cfg),
             crate::agentic::calibrate::Calibration::decl(&cfg),
             crate::orchestrate::JudgeRequest::decl(&cfg),
+            crate::orchestrate::BenchRequest::decl(&cfg),
+            crate::orchestrate::ScenarioOption::decl(&cfg),
         ] {
             out.push_str("export ");
             out.push_str(decl.trim());

@@ -22,8 +22,9 @@ use crate::run::{RunConfig, Scorers, run_suite};
 /// Repetitions a face may ask for.
 pub const MAX_REPS: u32 = 100;
 
-/// What a face asks to run (the app's panel sends it as JSON: ui/src/lib/api.ts `BenchRequest`).
+/// What a face asks to run (the app's panel sends it as JSON: generated as ui/src/lib/generated/bench-events.ts `BenchRequest`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(deny_unknown_fields)]
 pub struct BenchRequest {
     /// Model files: names in the models folder, or full paths.
@@ -38,6 +39,7 @@ pub struct BenchRequest {
     pub reps: u32,
     /// Grade with a model on a server instead of the model under test.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
     pub judge: Option<JudgeRequest>,
 }
 
@@ -113,6 +115,7 @@ pub struct Environment {
 
 /// One scenario a face lists.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ScenarioOption {
     /// Its id.
     pub id: String,

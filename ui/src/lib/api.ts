@@ -11,26 +11,36 @@ import { Channel, invoke } from '@tauri-apps/api/core';
 import { open } from '@tauri-apps/plugin-dialog';
 import type { AgentEvent } from './events';
 import type { InvestigationRow } from './generated/events';
-import type { Aggregates, BenchEvent, Calibration, CalibrationRow, JudgeRequest } from './generated/bench-events';
+import type { Aggregates, BenchEvent, BenchRequest, Calibration } from './generated/bench-events';
+import type { Scope } from './generated/events';
 import commandList from './commands.json';
 import { STRATEGIES, type EngineKind, type RunSettings as Settings, type SettingError } from './generated/settings';
 
-/** A command error as the shell serialises it. */
-export interface CommandError {
-  code: string;
-  message: string;
-  details?: unknown;
-}
+// The shell's wire types are generated from its Rust types (src-tauri,
+// test `typescript::app_types_are_current`): this file only calls.
+import type { CommandError } from './generated/app';
+export type {
+  AppInfo,
+  BenchOptions,
+  CalibrationEvent,
+  CommandError,
+  DemoWorld,
+  DownloadEvent,
+  ModelInfo,
+  RunCode,
+} from './generated/app';
+import type { AppInfo, BenchOptions, CalibrationEvent, DemoWorld, DownloadEvent, ModelInfo } from './generated/app';
 
 /** An error thrown by every `Api` method when a command fails. */
 export class ApiError extends Error {
   readonly code: string;
   readonly details: unknown;
-  constructor(e: CommandError) {
+  /** `details` may be left out (`null`), as the shell does when it has none. */
+  constructor(e: Omit<CommandError, 'details'> & Partial<Pick<CommandError, 'details'>>) {
     super(e.message);
     this.name = 'ApiError';
     this.code = e.code;
-    this.details = e.details;
+    this.details = e.details ?? null;
   }
 
   /** Per-field messages when the shell sent `details: { fields: { name: message } }`. */
@@ -63,55 +73,19 @@ export type { ApprovalMode, EngineKind, RunSettings as Settings, SettingError, T
 export { STRATEGIES };
 export type StrategyName = (typeof STRATEGIES)[number];
 
-/** A model file found in `models/` (or picked). */
-export interface ModelInfo {
-  name: string;
-  path: string;
-  size_bytes: number;
-}
-
-/** Whether investigations offer `run_code` (the `mf-sandbox` helper beside the app, its sandbox working). */
-export interface RunCode {
-  available: boolean;
-  /** The sandbox in use, or why `run_code` is not offered. */
-  message: string;
-}
-
-/** What the app runs with (`notice`: shown as a banner, e.g. the test model is in use). */
-export interface AppInfo {
-  version: string;
-  model_path: string;
-  notice: string | null;
-  models_dir: string;
-  settings_file: string;
-  run_code: RunCode;
-}
-
-/** What the model download reports. */
-export type DownloadEvent =
-  | { type: 'progress'; received: number; total: number | null; resumed_from: number }
-  | { type: 'verifying' }
-  | { type: 'done'; path: string; sha256: string }
-  | { type: 'error'; message: string };
+/**
+ * What the model download panel shows: the shell's events, or the error the
+ * command failed with (the shell reports that as the command's error, not
+ * as an event).
+ */
+export type DownloadState = DownloadEvent | { type: 'error'; message: string };
 
 // ---------------------------------------------------------------- history
 
 /** One stored investigation: mf-agent's `InvestigationRow`, generated. */
 export type { InvestigationRow, SessionStatus } from './generated/events';
 
-// ---------------------------------------------------------------- demo worlds
-
-/**
- * A demo world the app can serve on loopback for one investigation (the
- * benchmark's agentic worlds): shown in the empty state, started in one click.
- */
-export interface DemoWorld {
-  id: string;
-  title: string;
-  question: string;
-  /** How many tools the world offers. */
-  tools: number;
-}
+// ---------------------------------------------------------------- approvals
 
 /**
  * Widens an answer beyond this one call: `host`, every call to the same host
@@ -119,38 +93,14 @@ export interface DemoWorld {
  * MCP server's tool, now and in later investigations (kept in the settings'
  * `mcp_approvals`; approve or deny).
  */
-export type ApprovalScope = 'host' | 'tool';
+export type ApprovalScope = Exclude<Scope, 'call'>;
 
 // ---------------------------------------------------------------- benchmark
 //
-// The results mirror mf-bench's `ModelResult` (crates/mf-bench/src/results/mod.rs),
-// the subset the panel shows, as serde writes it. The bench computes every
-// mean, spread and bracket; the panel only draws them.
+// The bench computes every mean, spread and bracket; the panel only draws them.
 
 /** Top of both score scales (keyword 0–3, judge 0–3). */
 export const SCORE_MAX = 3;
-
-export interface BenchOptions {
-  models: string[];
-  scenarios: { id: string; class: string }[];
-  conditions: string[];
-  scorers: string[];
-}
-
-/** What a calibration run reports (src-tauri `CalibrationEvent`). */
-export type CalibrationEvent =
-  | { type: 'progress'; done: number; total: number; row: CalibrationRow }
-  | { type: 'finished'; calibration: Calibration }
-  | { type: 'error'; message: string };
-
-export interface BenchRequest {
-  models: string[];
-  scenarios: string[];
-  conditions: string[];
-  scorers: string[];
-  reps: number;
-  judge?: JudgeRequest;
-}
 
 // The benchmark's results and events are generated from mf-bench's Rust
 // types (crates/mf-bench/src/events.rs, test `typescript_types_are_current`).
@@ -161,6 +111,7 @@ export type {
   Calibration,
   CalibrationRow,
   Cell,
+  BenchRequest,
   ConditionSummary,
   JudgeRequest,
   ModelResult,

@@ -797,5 +797,41 @@ url: string,
  */
 model: string, };
 
+export type BenchRequest = { 
+/**
+ * Model files: names in the models folder, or full paths.
+ */
+models: Array<string>, 
+/**
+ * Scenario ids.
+ */
+scenarios: Array<string>, 
+/**
+ * Condition names (`full`, `baseline`, `masking`, `v1`, `v2`, `v2.1`).
+ */
+conditions: Array<string>, 
+/**
+ * Scorer names (`keyword`, `judge`).
+ */
+scorers: Array<string>, 
+/**
+ * Repetitions, 1 to [`MAX_REPS`].
+ */
+reps: number, 
+/**
+ * Grade with a model on a server instead of the model under test.
+ */
+judge?: JudgeRequest, };
+
+export type ScenarioOption = { 
+/**
+ * Its id.
+ */
+id: string, 
+/**
+ * Its problem class.
+ */
+class: string, };
+
 /** The `type` tag of every event. */
 export type BenchEventType = BenchEvent["type"];

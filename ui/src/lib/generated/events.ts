@@ -555,5 +555,7 @@ created: number,
  */
 events: number, };
 
+export type Scope = "call" | "host" | "tool";
+
 /** The `type` tag of every event. */
 export type AgentEventType = AgentEvent["type"];
