@@ -19,6 +19,8 @@ echo "==> UI production build (ui/dist: the desktop app embeds it at compile tim
 npm -w ui run build
 echo "==> cargo fmt --check (rustfmt.toml)"
 cargo fmt --all --check
+echo "==> cargo clippy, warnings denied (clippy.toml, [workspace.lints])"
+cargo clippy --workspace --all-targets --locked -- -D warnings 2>&1
 echo "==> cargo test --workspace"
 # setup fetched the test models and the OpenAI-compatible test server: a test
 # that needs one fails by name instead of passing without it.

@@ -414,7 +414,7 @@ mod tests {
         let mut b = a.clone();
         b.settings.scenarios.push("lookup-short".into());
         assert!(compare(&a, &b).unwrap_err().to_string().contains("different scenarios"));
-        assert!(compare_files(&[a.clone()], &[]).unwrap_err().to_string().contains("second file has no run"));
+        assert!(compare_files(std::slice::from_ref(&a), &[]).unwrap_err().to_string().contains("second file has no run"));
         let mut b = a.clone();
         b.conditions.retain(|c| c.condition == "v2.1");
         assert_eq!(compare(&a, &b).unwrap().conditions.len(), 1, "compared on the shared conditions");

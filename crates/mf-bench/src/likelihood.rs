@@ -356,7 +356,7 @@ impl Rng {
 pub fn bootstrap<T>(items: &[T], stat: impl Fn(&[&T]) -> Option<f64>) -> Option<Interval> {
     let all: Vec<&T> = items.iter().collect();
     let value = stat(&all)?;
-    let mut rng = Rng(0x5EED_0F_B007);
+    let mut rng = Rng(0x005E_ED0F_B007);
     let mut draws: Vec<f64> = Vec::with_capacity(BOOTSTRAP_RESAMPLES);
     let mut sample: Vec<&T> = Vec::with_capacity(items.len());
     for _ in 0..BOOTSTRAP_RESAMPLES {

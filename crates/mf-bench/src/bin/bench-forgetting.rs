@@ -412,7 +412,7 @@ fn run_agentic(a: AgenticArgs) -> Result<()> {
     };
     // The window the scorer really has (a model clamps it to its training context).
     let mut settings = settings;
-    settings.score_ctx = scorer.as_ref().map(|s| mf_inference::Backend::context_size(s));
+    settings.score_ctx = scorer.as_ref().map(mf_inference::Backend::context_size);
     let strategy_names: Vec<&str> = cfg.strategies.iter().map(|s| s.as_str()).collect();
     let write = |runs: &[agentic::AgenticRun]| -> Result<String> {
         let result = AgenticResult {
