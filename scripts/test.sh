@@ -6,6 +6,7 @@ scripts/setup.sh
 echo "==> scenario files validate"
 python3 scenarios/tools/validate.py --strict
 python3 scripts/check_docs.py    # README and docs/: links stay in the repository, settings tables match the code
+python3 scripts/check_circles.py # no two modules of a crate import each other, directly or around a circle
 echo "==> UI: npm ci, vitest, svelte-check"
 command -v npm >/dev/null || { echo "error: Node.js >= 20.19 with npm is required: https://nodejs.org" >&2; exit 1; }
 node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a===20&&b>=19)?0:1)' \

@@ -19,6 +19,7 @@ mod compaction;
 mod exit;
 mod gauge;
 mod generation;
+mod kv_miss;
 mod sink;
 
 use serde::{Deserialize, Serialize};
@@ -28,6 +29,7 @@ pub use compaction::{PlanRow, SummaryBy};
 pub use exit::ExitReason;
 pub use gauge::{Forecast, Gauge};
 pub use generation::{KvFigures, Purpose};
+pub use kv_miss::KvMiss;
 pub use sink::{EventSink, VecSink};
 
 /// One thing that happened.
@@ -251,7 +253,7 @@ pub enum AgentEvent {
         /// Why it was not loaded (none when it was).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         #[cfg_attr(test, ts(optional))]
-        miss: Option<crate::session::KvMiss>,
+        miss: Option<KvMiss>,
     },
     /// KV figures of one generation.
     Kv {
@@ -308,7 +310,7 @@ mod tests {
             PlanRow::decl(&cfg),
             SummaryBy::decl(&cfg),
             McpOrigin::decl(&cfg),
-            crate::session::KvMiss::decl(&cfg),
+            KvMiss::decl(&cfg),
             AgentEvent::decl(&cfg),
             crate::store::SessionStatus::decl(&cfg),
             crate::store::InvestigationRow::decl(&cfg),

@@ -91,7 +91,7 @@ impl std::str::FromStr for Condition {
     type Err = BenchError;
 
     fn from_str(s: &str) -> Result<Condition> {
-        Condition::ALL.into_iter().find(|c| c.as_str() == s).ok_or_else(|| BenchError::UnknownCondition(s.to_owned()))
+        Condition::ALL.into_iter().find(|c| c.as_str() == s).ok_or_else(|| BenchError::UnknownCondition { given: s.to_owned(), known: Condition::names() })
     }
 }
 

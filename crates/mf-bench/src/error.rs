@@ -66,8 +66,13 @@ pub enum BenchError {
         max: u32,
     },
     /// A condition name that is none of [`crate::Condition::ALL`]'s.
-    #[error("unknown condition {:?} ({}, or all)", .0, crate::condition::Condition::names())]
-    UnknownCondition(String),
+    #[error("unknown condition {given:?} ({known}, or all)")]
+    UnknownCondition {
+        /// The name given.
+        given: String,
+        /// The names there are, comma-separated ([`crate::Condition::names`]).
+        known: String,
+    },
     /// A scorer name that is neither `keyword` nor `judge`.
     #[error("unknown scorer {0:?} (keyword, judge, all)")]
     UnknownScorer(String),

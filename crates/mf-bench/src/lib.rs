@@ -42,6 +42,7 @@ macro_rules! serde_by_name {
 pub mod agentic;
 pub mod compare;
 pub mod condition;
+pub mod config;
 pub mod error;
 pub mod events;
 pub mod judge;
@@ -59,9 +60,10 @@ mod scenario;
 pub mod schema;
 
 pub use condition::Condition;
+pub use config::{RunConfig, Scorers};
 pub use error::{BenchError, Result};
 pub use events::BenchEvent;
 pub use model::Model;
 pub use orchestrate::{BenchJob, BenchRequest, BenchRun, Environment};
 pub use results::ModelResult;
-pub use run::{RunConfig, Scorers, Worker, run_suite, run_suite_parallel};
+pub use run::{Worker, run_suite, run_suite_parallel};

@@ -30,9 +30,9 @@ use mf_forgetting::scenario::{Keyword, Probe};
 use mf_inference::{ChatMessage, Scored};
 use serde::{Deserialize, Serialize};
 
+use crate::config::PROBE_PROMPT;
 use crate::error::Result;
 use crate::model::{Model, to_chat};
-use crate::run::PROBE_PROMPT;
 
 /// The smallest gap between baseline's and full's fact-span NLL (nats per
 /// token) for a probe to carry signal for this model. Below it the model
@@ -236,53 +236,6 @@ pub struct LikelihoodSummary {
     pub by_dimension: BTreeMap<String, BTreeMap<String, Option<Interval>>>,
     /// Pairwise comparisons over the probes with signal.
     pub paired: Vec<Paired>,
-}
-
-/// The per-probe figures of a run's rows: one [`ProbeFacts`] per scenario,
-/// probe and repetition scored by likelihood; a condition whose compaction
-/// made the scenario's history no smaller ("grew") is marked on it.
-#[must_use]
-pub fn probe_facts(rows: &[crate::results::ScoreRow], comps: &[crate::results::CompactionRow]) -> Vec<ProbeFacts> {
-    let mut out: Vec<ProbeFacts> = Vec::new();
-    for r in rows {
-        let Some(l) = &r.likelihood else { continue };
-        let key = format!("{}/{}#{}", r.scenario, r.probe, r.rep);
-        let i = match out.iter().position(|p| p.key == key) {
-            Some(i) => i,
-            None => {
-                let grew = comps
-                    .iter()
-                    .filter(|c| c.scenario == r.scenario && c.rep == r.rep && c.condition != "full" && c.error.is_none())
-                    .filter(|c| c.tokens_after >= c.tokens_before)
-                    .map(|c| c.condition.clone())
-                    .collect();
-                out.push(ProbeFacts {
-                    key,
-                    class: r.class.clone(),
-                    dimension: r.dimension.clone(),
-                    nll: BTreeMap::new(),
-                    choice: BTreeMap::new(),
-                    grew,
-                    chance: None,
-                });
-                out.len() - 1
-            }
-        };
-        let p = &mut out[i];
-        p.nll.insert(r.condition.clone(), l.nll_facts);
-        if let Some(c) = l.choice {
-            p.choice.insert(r.condition.clone(), c);
-            p.chance = Some(1.0 / (1.0 + l.wrong_logprob.len() as f64));
-        }
-    }
-    out
-}
-
-/// The summary of a run's rows (`None` when no row was scored by likelihood).
-#[must_use]
-pub fn summary_of(rows: &[crate::results::ScoreRow], comps: &[crate::results::CompactionRow], order: &[&str]) -> Option<LikelihoodSummary> {
-    let facts = probe_facts(rows, comps);
-    (!facts.is_empty()).then(|| summarise(&facts, order))
 }
 
 /// `R 0.62 [0.41, 0.80]`-style text of an interval (`–` without one).

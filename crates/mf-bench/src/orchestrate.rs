@@ -12,12 +12,13 @@ use mf_inference::CancelToken;
 use serde::{Deserialize, Serialize};
 
 use crate::Condition;
+use crate::config::{RunConfig, Scorers, enum_name};
 use crate::error::{BenchError, Result};
 use crate::events::BenchEvent;
 use crate::load::{self, LoadedScenario};
 use crate::model::Model;
 use crate::results::ModelResult;
-use crate::run::{RunConfig, Scorers, run_suite};
+use crate::run::run_suite;
 
 /// Repetitions a face may ask for.
 pub const MAX_REPS: u32 = 100;
@@ -128,7 +129,7 @@ pub struct ScenarioOption {
 /// # Errors
 /// A directory or scenario file that cannot be read.
 pub fn scenario_options(dir: &Path) -> Result<Vec<ScenarioOption>> {
-    Ok(load::load_dir(dir, &[])?.into_iter().map(|s| ScenarioOption { id: s.scenario.id, class: crate::run::enum_name(&s.scenario.class) }).collect())
+    Ok(load::load_dir(dir, &[])?.into_iter().map(|s| ScenarioOption { id: s.scenario.id, class: enum_name(&s.scenario.class) }).collect())
 }
 
 /// The scorer names a face offers.

@@ -13,12 +13,12 @@ use mf_forgetting::scenario::Probe;
 use mf_inference::{ChatMessage, Generation, Sampling, StopReason, Thinking};
 
 use crate::condition::{Compacted, Condition, compact};
+use crate::config::{PROBE_PROMPT, RunConfig, enum_name};
 use crate::error::{BenchError, Result};
 use crate::judge::{Control, grade};
 use crate::load::LoadedScenario;
 use crate::model::{Model, Purpose, to_chat};
 use crate::results::{CompactionRow, ControlRow, NOT_GENERATED, ScoreRow};
-use crate::run::{PROBE_PROMPT, RunConfig, enum_name};
 
 fn probe_messages(context: &[Message], probe: &Probe) -> Vec<ChatMessage> {
     let mut msgs: Vec<ChatMessage> = context.iter().map(to_chat).collect();

@@ -3,6 +3,8 @@
 //! The interactive flow (asking, waiting, timing out) is the agent's; no
 //! answer must be treated as deny.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -111,7 +113,7 @@ pub struct ApprovalRequest {
     /// the user's "always" answer is remembered
     /// ([`crate::ToolRegistry::remember_mcp`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mcp: Option<crate::mcp::McpToolRef>,
+    pub mcp: Option<McpToolRef>,
     /// Canonical JSON of the arguments (keys sorted, no spaces): the full
     /// arguments, what the approval is bound to.
     pub arguments: String,
@@ -141,7 +143,7 @@ impl ApprovalRequest {
 
     /// The request for a call of `origin.tool` on MCP server `origin.server`
     /// (model-facing name `tool`): the summary names the server and its tool.
-    pub fn for_mcp(call_id: &str, tool: &str, origin: crate::mcp::McpToolRef, args: &serde_json::Value) -> Self {
+    pub fn for_mcp(call_id: &str, tool: &str, origin: McpToolRef, args: &serde_json::Value) -> Self {
         let mut r = Self::new(call_id, tool, args);
         r.summary = format!("MCP server {} · tool {} · {}", origin.server, origin.tool, preview(&r.arguments));
         r.mcp = Some(origin);
@@ -250,6 +252,51 @@ fn args_hash(tool: &str, canonical: &str) -> String {
 /// definition for the whole workspace: the loop's repeated-call check and the
 /// approval hash must agree on what "the same arguments" are.
 pub use mf_forgetting::message::canonical_json;
+
+// ---------------------------------------------------------------- MCP tools
+
+/// Modes remembered per server and tool: `{"files": {"write_file": "auto"}}`.
+/// Serialisable so the app can keep them in its settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct McpApprovals(pub BTreeMap<String, BTreeMap<String, Mode>>);
+
+impl McpApprovals {
+    /// The remembered mode of `tool` on `server`.
+    #[must_use]
+    pub fn get(&self, server: &str, tool: &str) -> Option<Mode> {
+        self.0.get(server).and_then(|t| t.get(tool)).copied()
+    }
+
+    /// Nothing remembered.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Remembers `mode` for `tool` on `server` (`ask` forgets the answer).
+    pub fn set(&mut self, server: &str, tool: &str, mode: Mode) {
+        if mode == Mode::Ask {
+            if let Some(t) = self.0.get_mut(server) {
+                t.remove(tool);
+                if t.is_empty() {
+                    self.0.remove(server);
+                }
+            }
+        } else {
+            self.0.entry(server.to_owned()).or_default().insert(tool.to_owned(), mode);
+        }
+    }
+}
+
+/// The server and the tool behind a model-facing name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpToolRef {
+    /// The server's configured name.
+    pub server: String,
+    /// The tool's name on that server.
+    pub tool: String,
+}
 
 #[cfg(test)]
 mod tests {

@@ -24,8 +24,7 @@ pub use exits::{ClosingPrompt, closing_request, fit_closing};
 
 use crate::compact::{DeltaSource, ModelCounter, SummaryPass, chat_history};
 use crate::error::AgentError;
-use crate::events::{AgentEvent, EventSink, ExitReason, Forecast, Gauge, Purpose};
-use crate::session::KvMiss;
+use crate::events::{AgentEvent, EventSink, ExitReason, Forecast, Gauge, KvMiss, Purpose};
 use crate::tools::{Approver, ToolRunner};
 
 /// Settings of one investigation.
@@ -340,6 +339,12 @@ fn forward(ev: &StreamEvent, sink: &mut dyn EventSink) {
         StreamEvent::Text(t) => sink.emit(&AgentEvent::Token { text: t.clone() }),
         StreamEvent::Thinking(t) => sink.emit(&AgentEvent::ThinkingToken { text: t.clone() }),
     }
+}
+
+/// The id the next message of `history` gets (`m<N>`, one past the largest).
+#[must_use]
+pub fn next_message_id(history: &[Message]) -> usize {
+    history.iter().filter_map(|m| m.id.0.strip_prefix('m').and_then(|n| n.parse::<usize>().ok())).max().map_or(history.len(), |n| n + 1)
 }
 
 /// Parses a strategy name (none, baseline, masking, v1, v2, v2.1).

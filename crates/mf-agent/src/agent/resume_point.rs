@@ -6,8 +6,8 @@ use mf_inference::{InferenceError, KvSnapshot, SnapshotSlot};
 
 use super::{Agent, n32};
 use crate::compact::chat_history;
+use crate::events::KvMiss;
 use crate::events::{AgentEvent, EventSink};
-use crate::session::KvMiss;
 
 impl Agent {
     /// Saves the cache to the KV file, if there is one (after a reply that

@@ -6,7 +6,7 @@ use mf_forgetting::{ExitEvent, ExitMonitor, Message, StrategyKind};
 use mf_inference::InferenceError;
 
 use super::compaction::Compacted;
-use super::{Agent, FORECAST_WINDOW, MALFORMED_KEEP_CHARS, Outcome, n32};
+use super::{Agent, FORECAST_WINDOW, MALFORMED_KEEP_CHARS, Outcome, n32, next_message_id};
 use crate::compact::chat_history;
 use crate::error::AgentError;
 use crate::events::{AgentEvent, EventSink, ExitReason, Purpose};
@@ -96,7 +96,7 @@ impl Agent {
     /// # Errors
     /// As [`Agent::run`].
     pub async fn resume(&mut self, mut history: Vec<Message>, sink: &mut dyn EventSink) -> Result<Outcome, AgentError> {
-        self.next_id = crate::session::next_message_id(&history);
+        self.next_id = next_message_id(&history);
         let answered: Vec<String> = history.iter().filter_map(|m| m.tool_call_id.clone()).collect();
         let open: Vec<(String, String)> =
             history.iter().flat_map(|m| m.tool_calls.iter()).filter(|c| !answered.contains(&c.id)).map(|c| (c.id.clone(), c.name.clone())).collect();

@@ -28,6 +28,7 @@ use mf_forgetting::Message;
 use mf_inference::{Backend, CancelToken};
 use mf_tools::ToolRegistry;
 
+pub use crate::agent::next_message_id;
 pub use kv::{KvIdentity, KvMiss};
 pub use spec::{DEFAULT_CONTEXT, RunSpec, ToolsSpec};
 
@@ -122,12 +123,6 @@ pub fn process_alive(pid: i64) -> bool {
     }
     // Elsewhere: `kill -0` succeeds for a live process we may signal.
     std::process::Command::new("kill").args(["-0", &pid.to_string()]).stderr(std::process::Stdio::null()).status().is_ok_and(|s| s.success())
-}
-
-/// The id the next message of `history` gets (`m<N>`, one past the largest).
-#[must_use]
-pub fn next_message_id(history: &[Message]) -> usize {
-    history.iter().filter_map(|m| m.id.0.strip_prefix('m').and_then(|n| n.parse::<usize>().ok())).max().map_or(history.len(), |n| n + 1)
 }
 
 impl Sessions {

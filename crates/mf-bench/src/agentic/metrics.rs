@@ -158,7 +158,7 @@ impl RunFailure {
             BenchError::InvalidSetting { .. }
             | BenchError::NothingChosen(_)
             | BenchError::RepsOutOfRange { .. }
-            | BenchError::UnknownCondition(_)
+            | BenchError::UnknownCondition { .. }
             | BenchError::UnknownScorer(_)
             | BenchError::ModelFileMissing(_)
             | BenchError::UnknownScenarios(_)

@@ -27,9 +27,9 @@ use serde::{Deserialize, Serialize};
 
 use super::metrics::AgenticRun;
 use super::world::{ProbeKind, World, WorldProbe};
+use crate::config::PROBE_PROMPT;
 use crate::error::{BenchError, Result};
 use crate::likelihood::{LikelihoodScore, LikelihoodSummary, ProbeFacts, score_reference, summarise};
-use crate::run::PROBE_PROMPT;
 
 /// What a run leaves for scoring (kept in memory, not in the results).
 #[derive(Debug, Clone, PartialEq)]

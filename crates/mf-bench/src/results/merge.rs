@@ -79,7 +79,7 @@ pub fn merge(parts: Vec<ModelResult>) -> Result<ModelResult, String> {
     m.by_dimension = kw.by_dimension;
     m.judge = judged.then(|| aggregate(&rows, |r| r.judge));
     m.worst_cells = cells(&rows);
-    m.likelihood = crate::likelihood::summary_of(&m.scores, &m.compactions, &names);
+    m.likelihood = super::likelihood_summary(&m.scores, &m.compactions, &names);
     m.control_brackets = brackets(&m.controls, judged);
     if m.speed.probe_prefill_ratio.is_some() {
         let probe = m.speed.calls.get("probe").copied().unwrap_or_default();

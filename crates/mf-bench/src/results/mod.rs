@@ -8,6 +8,7 @@
 //! sets.
 
 mod aggregate;
+mod likelihood;
 mod merge;
 #[cfg(test)]
 mod tests;
@@ -18,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::CallStats;
 pub use aggregate::{aggregate, brackets, cells, condition_summaries, stat};
+pub use likelihood::{likelihood_summary, probe_facts};
 pub use merge::merge;
 
 /// The stop reason of a row whose answer was not generated (only the

@@ -50,6 +50,7 @@ pub use stdio::{INHERITED_ENV, MAX_LINE_BYTES, STDERR_LINE_BYTES, STDERR_LINES};
 
 use crate::ToolError;
 use crate::policy::Mode;
+pub use crate::policy::{McpApprovals, McpToolRef};
 
 /// Settings of the MCP tools (from the app's settings or `--mcp-config`).
 #[derive(Debug, Clone, PartialEq)]
@@ -166,49 +167,6 @@ impl Default for McpSettings {
             limits: McpLimits::default(),
         }
     }
-}
-
-/// Modes remembered per server and tool: `{"files": {"write_file": "auto"}}`.
-/// Serialisable so the app can keep them in its settings.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct McpApprovals(pub BTreeMap<String, BTreeMap<String, Mode>>);
-
-impl McpApprovals {
-    /// The remembered mode of `tool` on `server`.
-    #[must_use]
-    pub fn get(&self, server: &str, tool: &str) -> Option<Mode> {
-        self.0.get(server).and_then(|t| t.get(tool)).copied()
-    }
-
-    /// Nothing remembered.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// Remembers `mode` for `tool` on `server` (`ask` forgets the answer).
-    pub fn set(&mut self, server: &str, tool: &str, mode: Mode) {
-        if mode == Mode::Ask {
-            if let Some(t) = self.0.get_mut(server) {
-                t.remove(tool);
-                if t.is_empty() {
-                    self.0.remove(server);
-                }
-            }
-        } else {
-            self.0.entry(server.to_owned()).or_default().insert(tool.to_owned(), mode);
-        }
-    }
-}
-
-/// The server and the tool behind a model-facing name.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct McpToolRef {
-    /// The server's configured name.
-    pub server: String,
-    /// The tool's name on that server.
-    pub tool: String,
 }
 
 /// A tool listed by a server, as offered to the model.
