@@ -1,18 +1,35 @@
 //! Applying a plan: the only step that calls the summariser.
+//!
+//! [`apply()`] checks that the plan belongs to the history, lets the plan's
+//! strategy carry it out, then holds every strategy to the same two rules:
+//! the result meets its target, and it is smaller than the history (else
+//! the history is kept). Each strategy's execution is a module of its own:
+//!
+//! - `none`: the control arm, the history as it is;
+//! - `baseline`: the dropped messages removed;
+//! - `masking`: masked tool outputs replaced by a placeholder;
+//! - `summarising`: v1, v2 and v2.1 alike (they differ in their plans,
+//!   not in how a plan is carried out): the summary pass, the summary
+//!   message, and its budget repair, a pure function in `repair`.
+//!
+//! These sit here and not beside the planners in [`crate::strategy`](mod@crate::strategy): they
+//! need this module's report types, and planning never needs executing, so
+//! `strategy` and `apply` do not import each other.
+
+mod baseline;
+mod masking;
+mod none;
+mod repair;
+mod summarising;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::ForgettingError;
-use crate::estimate::{Fit, plan_literals, summary_content, summary_message};
 pub use crate::estimate::{estimate_after, mask_placeholder, summarizer_log};
-use crate::literals::{self, Literal};
-use crate::message::{Message, MessageId, question_index};
-use crate::plan::{CompactionPlan, Decline, StrategyKind, Tier};
-use crate::summary::{Summarizer, build_request, clean_summary, fallback, informative_values, keeps_any_value};
-
-/// A model summary is refused when the compacted messages hold at least this
-/// many informative values ([`informative_values`]) and it keeps none.
-const MIN_VALUES_TO_KEEP: usize = 3;
+use crate::literals::Literal;
+use crate::message::{Message, MessageId};
+use crate::plan::{CompactionPlan, Decline, StrategyKind};
+use crate::summary::Summarizer;
 use crate::taxonomy::ProblemClass;
 use crate::tokens::TokenCounter;
 
@@ -93,6 +110,8 @@ pub struct Compaction {
     pub report: CompactionReport,
 }
 
+/// Tokens of `messages` per zone: the first `pinned` are pinned, those from
+/// `recent_from` on recent, the rest compressible.
 fn zone_tokens(messages: &[Message], counter: &dyn TokenCounter, pinned: usize, recent_from: usize) -> ZoneTokens {
     let mut t = ZoneTokens::default();
     for (i, m) in messages.iter().enumerate() {
@@ -107,6 +126,34 @@ fn zone_tokens(messages: &[Message], counter: &dyn TokenCounter, pinned: usize, 
         t.total += n;
     }
     t
+}
+
+/// What every strategy's execution reads.
+#[derive(Clone, Copy)]
+struct Input<'a> {
+    plan: &'a CompactionPlan,
+    messages: &'a [Message],
+    counter: &'a dyn TokenCounter,
+    /// Tokens per zone of `messages`.
+    before: ZoneTokens,
+    /// The plan's threshold, every strategy's target unless it says otherwise.
+    threshold: usize,
+    /// `C − G`, at least the threshold: the target when the pinned and recent
+    /// zones leave the strategy no room under the threshold (the next reply
+    /// still fits).
+    hard: usize,
+}
+
+/// What a strategy's execution produced, before the checks [`apply`] holds
+/// every strategy to.
+struct Executed {
+    /// The new history.
+    messages: Vec<Message>,
+    /// Its tokens per zone.
+    tokens: ZoneTokens,
+    /// The tokens it must not exceed: the threshold, `C − G`, or in between;
+    /// `None` for the control arm, which is held to nothing.
+    target: Option<usize>,
 }
 
 /// Applies a plan.
@@ -147,7 +194,6 @@ pub fn apply(plan: &CompactionPlan, messages: &[Message], summarizer: &mut dyn S
     let z = plan.zones;
     let threshold = plan.budget.threshold();
     let before = zone_tokens(messages, counter, z.pinned_end, z.recent_start);
-    let ids = |t: Tier| plan.ids_with(t);
     let mut report = CompactionReport {
         strategy: plan.strategy,
         class: plan.class.as_ref().map(|c| c.class),
@@ -177,164 +223,17 @@ pub fn apply(plan: &CompactionPlan, messages: &[Message], summarizer: &mut dyn S
         report.declined = Some(d);
         return Ok(Compaction { messages: messages.to_vec(), report });
     }
-    let pinned = &messages[..z.pinned_end];
-    let recent = &messages[z.recent_start..];
-    // See the doc above: no room under the threshold for the summary.
-    let summarising = matches!(plan.strategy, StrategyKind::V1 | StrategyKind::V2 | StrategyKind::V21) && z.has_compressible();
-    let relaxed = summarising && before.total > threshold && !Fit::measure(plan, messages, counter).feasible();
     let hard = plan.budget.context.saturating_sub(plan.budget.reserve).max(threshold);
-    let mut target = threshold;
-    let (out, after): (Vec<Message>, ZoneTokens) = match plan.strategy {
-        StrategyKind::None => (messages.to_vec(), before),
-        StrategyKind::Baseline => {
-            report.dropped = ids(Tier::Drop);
-            let kept: Vec<Message> = plan.messages.iter().filter(|mp| mp.tier != Tier::Drop).map(|mp| messages[mp.index].clone()).collect();
-            let first_kept_pinned = plan.messages[..z.pinned_end].iter().filter(|m| m.tier != Tier::Drop).count();
-            let recent_from = kept.len() - recent.len();
-            let t = zone_tokens(&kept, counter, first_kept_pinned, recent_from);
-            (kept, t)
-        }
-        StrategyKind::Masking => {
-            report.masked = ids(Tier::Mask);
-            let out: Vec<Message> = plan
-                .messages
-                .iter()
-                .map(|mp| {
-                    let mut m = messages[mp.index].clone();
-                    if mp.tier == Tier::Mask {
-                        m.content = mask_placeholder(m.content.chars().count());
-                    }
-                    m
-                })
-                .collect();
-            let t = zone_tokens(&out, counter, z.pinned_end, z.recent_start);
-            if t.total > threshold {
-                // The plan masked every compressible output to get here: masking can take no more.
-                target = hard;
-                report.notes.push(format!(
-                    "target C − G = {hard} tokens, not the threshold {threshold}: every compressible tool output is masked and the pinned and recent zones hold the rest"
-                ));
-            }
-            (out, t)
-        }
-        StrategyKind::V1 | StrategyKind::V2 | StrategyKind::V21 => {
-            if !z.has_compressible() {
-                report.notes.push("nothing to compress: the compressible zone is empty".to_owned());
-                (messages.to_vec(), before)
-            } else {
-                report.verbatim = ids(Tier::Verbatim);
-                report.dropped = ids(Tier::Drop);
-                report.summarised = plan.messages.iter().filter(|m| m.tier.is_summarised()).map(|m| m.id.clone()).collect();
-                let log = summarizer_log(plan, messages);
-                report.summarizer_input_chars = log.chars().count();
-                let mut model_summary = String::new();
-                if !log.is_empty() {
-                    let question = question_index(messages).map(|q| messages[q].content.as_str()).unwrap_or("");
-                    let mut params = plan.config.sampling;
-                    if let Some(limit) = plan.summary_limit {
-                        params.max_tokens = params.max_tokens.min(limit);
-                    }
-                    let request = build_request(question, &log, &plan.instructions, params);
-                    let summarised: Vec<&Message> = plan.messages.iter().filter(|m| m.tier.is_summarised()).map(|m| &messages[m.index]).collect();
-                    let values = informative_values(&summarised);
-                    model_summary = match summarizer.summarize(&request) {
-                        Ok(raw) => match clean_summary(&raw) {
-                            // The pass was told to keep every number, datum and fact:
-                            // one that keeps none of several is garbage too.
-                            Ok(s) if values.len() >= MIN_VALUES_TO_KEEP && !keeps_any_value(&s, &values) => {
-                                report.fallback = Some(format!("summary keeps none of the {} values of the compacted messages", values.len()));
-                                fallback(&log, plan.config.fallback_chars)
-                            }
-                            Ok(s) => s,
-                            Err(why) => {
-                                report.fallback = Some(why);
-                                fallback(&log, plan.config.fallback_chars)
-                            }
-                        },
-                        Err(e) => {
-                            report.fallback = Some(e.to_string());
-                            fallback(&log, plan.config.fallback_chars)
-                        }
-                    };
-                }
-                let mut anchors: Vec<usize> = plan.messages.iter().filter(|m| m.tier == Tier::Verbatim).map(|m| m.index).collect();
-                let mut lits = plan_literals(plan, messages);
-                let mut extra_texts: Vec<(usize, String)> = Vec::new();
-                report.literals_in_model_summary = lits.iter().filter(|l| model_summary.contains(&l.text)).count();
-                let build = |anchors: &[usize], summary: &str, lits: &[Literal]| -> (Vec<Message>, ZoneTokens) {
-                    let shown: Vec<Literal> = lits.iter().filter(|l| !summary.contains(&l.text)).cloned().collect();
-                    let content = summary_content(plan, messages, anchors, summary, &shown);
-                    let mut out = pinned.to_vec();
-                    out.push(summary_message(plan, messages, content));
-                    out.extend_from_slice(recent);
-                    let t = zone_tokens(&out, counter, pinned.len(), pinned.len() + 1);
-                    (out, t)
-                };
-                let (mut out, mut t) = build(&anchors, &model_summary, &lits);
-                // With no room under the threshold, one of the two is kept whole:
-                // the model's summary, or (when the pass fell back to the log's
-                // head, which holds the values of the first messages only) the
-                // literal list, which holds the values of every message.
-                let literals_first = relaxed && report.fallback.is_some() && !lits.is_empty();
-                if relaxed {
-                    let (kept, whole) =
-                        if literals_first { ("the literal list", build(&[], "", &lits)) } else { ("the summary", build(&[], &model_summary, &[])) };
-                    target = whole.1.total.clamp(threshold, hard);
-                    report.notes.push(format!(
-                        "target {target} tokens (at most C − G = {hard}), not the threshold {threshold}: the pinned and recent zones leave no room under it for {kept}"
-                    ));
-                }
-                // Repair the budget: anchors (lowest influence first, their
-                // literals kept), then the summary's tail, then literals
-                // (with a relaxed target the literals go before the summary,
-                // which is all the zone keeps; a fallback goes before the literals).
-                while t.total > target {
-                    if !anchors.is_empty() {
-                        let (k, _) = anchors
-                            .iter()
-                            .enumerate()
-                            .min_by(|(_, a), (_, b)| {
-                                let ia = plan.messages[**a].influence.unwrap_or(0.0);
-                                let ib = plan.messages[**b].influence.unwrap_or(0.0);
-                                ia.total_cmp(&ib).then(b.cmp(a))
-                            })
-                            .unwrap_or((0, &0));
-                        let i = anchors.remove(k);
-                        report.notes.push(format!("budget: anchor {} removed after summarising", messages[i].id));
-                        extra_texts.push((i, messages[i].analysis_text()));
-                        let mut texts: Vec<(usize, String)> =
-                            plan.messages.iter().filter(|mp| mp.tier.is_summarised()).map(|mp| (mp.index, messages[mp.index].analysis_text())).collect();
-                        texts.extend(extra_texts.iter().cloned());
-                        texts.sort_by_key(|(i, _)| *i);
-                        lits = literals::extract(texts.iter().map(|(i, s)| (*i, s.as_str())), plan.config.literals);
-                    } else if literals_first && !model_summary.is_empty() {
-                        let keep = model_summary.chars().count() / 2;
-                        model_summary = if keep < 40 { String::new() } else { model_summary.chars().take(keep).collect() };
-                        report.notes.push(format!("budget: fallback summary cut to {} characters", model_summary.chars().count()));
-                    } else if (relaxed || model_summary.chars().count() <= 40) && !lits.is_empty() {
-                        let n = lits.len() / 2;
-                        lits.truncate(n);
-                        report.notes.push(format!("budget: literal list cut to {n}"));
-                    } else if model_summary.chars().count() > 40 {
-                        let keep = model_summary.chars().count() / 2;
-                        model_summary = model_summary.chars().take(keep).collect();
-                        report.notes.push(format!("budget: model summary cut to {keep} characters"));
-                    } else {
-                        break;
-                    }
-                    (out, t) = build(&anchors, &model_summary, &lits);
-                }
-                report.verbatim = anchors.iter().map(|&i| messages[i].id.clone()).collect();
-                for (i, _) in &extra_texts {
-                    report.summarised.push(messages[*i].id.clone());
-                }
-                report.literals = lits;
-                report.summary = (!model_summary.is_empty()).then_some(model_summary);
-                (std::mem::take(&mut out), t)
-            }
-        }
+    let input = Input { plan, messages, counter, before, threshold, hard };
+    let Executed { messages: out, tokens: after, target } = match plan.strategy {
+        StrategyKind::None => none::execute(&input),
+        StrategyKind::Baseline => baseline::execute(&input, &mut report),
+        StrategyKind::Masking => masking::execute(&input, &mut report),
+        StrategyKind::V1 | StrategyKind::V2 | StrategyKind::V21 => summarising::execute(&input, summarizer, &mut report),
     };
-    if plan.strategy != StrategyKind::None && after.total > target {
+    if let Some(target) = target
+        && after.total > target
+    {
         return Err(ForgettingError::BudgetNotRestored { tokens: after.total, threshold: target, messages: out.len() });
     }
     // Never apply a compaction that does not shrink the history: below the

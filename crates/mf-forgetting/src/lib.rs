@@ -40,6 +40,7 @@ pub mod scenario;
 pub mod strategy;
 pub mod summary;
 pub mod taxonomy;
+pub mod tier;
 pub mod tokens;
 pub mod zones;
 

@@ -12,6 +12,10 @@ use crate::summary::SamplingParams;
 use crate::taxonomy::{Classification, ProblemClass};
 use crate::zones::{Zone, ZoneGauge, Zones};
 
+// At home in the leaf module `tier`, which `reason` imports too; re-exported
+// here, where they were first defined, so `crate::plan::Tier` keeps working.
+pub use crate::tier::{Fidelity, Ranking, Tier};
+
 /// The strategies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum StrategyKind {
@@ -71,81 +75,6 @@ impl std::str::FromStr for StrategyKind {
             name: "strategy",
             reason: format!("unknown strategy {s:?} ({})", StrategyKind::ALL.map(StrategyKind::as_str).join(", ")),
         })
-    }
-}
-
-/// What happens to one message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Tier {
-    /// Stays where it is, unchanged (pinned, recent, or the `none` strategy).
-    Keep,
-    /// Copied verbatim into the summary message as an anchor.
-    Verbatim,
-    /// Cut to 300 characters, then summarised.
-    Light,
-    /// Reduced to type + one line, then summarised.
-    Heavy,
-    /// v1: errors to one line, results to 400 characters, then summarised.
-    Summarise,
-    /// masking: content replaced in place by a placeholder.
-    Mask,
-    /// Removed without trace.
-    Drop,
-}
-
-/// The three tiers of METHOD.md §3 in the order of how much of a message
-/// survives: heavy < light < verbatim. v2 raises and lowers units along it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Fidelity {
-    /// Type + one line, then summarised.
-    Heavy,
-    /// Cut, then summarised.
-    Light,
-    /// Copied verbatim as an anchor.
-    Verbatim,
-}
-
-impl From<Fidelity> for Tier {
-    fn from(f: Fidelity) -> Tier {
-        match f {
-            Fidelity::Heavy => Tier::Heavy,
-            Fidelity::Light => Tier::Light,
-            Fidelity::Verbatim => Tier::Verbatim,
-        }
-    }
-}
-
-impl Tier {
-    /// Where the tier sits among heavy < light < verbatim; `None` for the
-    /// tiers outside that scale (keep, summarise, mask, drop), which compare
-    /// below all three (`Option`'s order).
-    pub fn fidelity(self) -> Option<Fidelity> {
-        match self {
-            Tier::Verbatim => Some(Fidelity::Verbatim),
-            Tier::Light => Some(Fidelity::Light),
-            Tier::Heavy => Some(Fidelity::Heavy),
-            Tier::Keep | Tier::Summarise | Tier::Mask | Tier::Drop => None,
-        }
-    }
-
-    /// Whether the message's (shrunk) text goes to the summariser.
-    pub fn is_summarised(self) -> bool {
-        matches!(self, Tier::Light | Tier::Heavy | Tier::Summarise)
-    }
-
-    /// A short label for tables.
-    pub fn label(self) -> &'static str {
-        match self {
-            Tier::Keep => "keep",
-            Tier::Verbatim => "verbatim",
-            Tier::Light => "light",
-            Tier::Heavy => "heavy",
-            Tier::Summarise => "summarise",
-            Tier::Mask => "mask",
-            Tier::Drop => "drop",
-        }
     }
 }
 
@@ -277,16 +206,6 @@ impl CompactionPlan {
     pub fn ids_with(&self, tier: Tier) -> Vec<MessageId> {
         self.messages.iter().filter(|m| m.tier == tier).map(|m| m.id.clone()).collect()
     }
-}
-
-/// How v2.1 ranks messages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Ranking {
-    /// Δ(m) from the injected probe evaluator.
-    Withholding,
-    /// Φ-weighted influence (the v2 score), kept as an ablation arm.
-    Phi,
 }
 
 /// Every strategy setting, with the method's defaults.

@@ -17,7 +17,7 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::plan::{Fidelity, Ranking, Tier};
+use crate::tier::{Fidelity, Ranking, Tier};
 
 /// One reason.
 #[derive(Debug, Clone, PartialEq)]

@@ -162,10 +162,10 @@ pub fn informative_values(messages: &[&Message]) -> Vec<String> {
     order
         .into_iter()
         .filter(|t| {
-            !called.contains(t)
-                && !(with_content >= 2 && seen_in[t] * 2 > with_content)
-                && !called.iter().any(|c: &String| c.contains(t.as_str()))
-                && !origins.iter().any(|o| t.contains(o.as_str()))
+            let in_a_call = called.contains(t) || called.iter().any(|c: &String| c.contains(t.as_str()));
+            let in_most_messages = with_content >= 2 && seen_in[t] * 2 > with_content;
+            let at_a_called_origin = origins.iter().any(|o| t.contains(o.as_str()));
+            !(in_a_call || in_most_messages || at_a_called_origin)
         })
         .collect()
 }
