@@ -9,6 +9,7 @@
 //      crates/mf-agent/tests/real.rs); the gauge moves, a compaction appears
 //      in the timeline, its ledger opens;
 //   2. history lists the run, and Resume continues it (a new model call), then Stop;
+//      Compare strategies replays it under v1 and shows R in a table and a chart;
 //   3. benchmark: one short scenario, two conditions, keyword scorer, from the
 //      panel; the same run again, cancelled while it runs;
 //   4. settings: the picker buttons, run_code's state, the model download
@@ -297,6 +298,34 @@ try {
   if (await stop.isEnabled()) await stop.click();
   await b.waitUntil(async () => !(await stop.isEnabled()), { timeout: 120000, interval: 300 });
   check(!(await stop.isEnabled()), 'the resumed run stopped');
+
+  // ---------------------------------------------------------- compare strategies
+  // History → Compare strategies on the stopped investigation: the shell
+  // replays it under v1 (the others unchecked, to keep it short) and scores
+  // what the run did next; the table and the chart come on screen.
+  console.log(`compare strategies (${secs()} s)`);
+  await tab('History');
+  await (await b.$('[data-testid="history-row"]')).waitForExist({ timeout: 10000 });
+  await (await (await b.$('[data-testid="history-row"]')).$('button=Compare strategies')).click();
+  const replay = await b.$('[data-testid="replay"]');
+  await replay.waitForExist({ timeout: 10000 });
+  for (const box of await replay.$$('input[type="checkbox"]')) {
+    if ((await box.getAttribute('value')) !== 'v1' && (await box.isSelected())) await box.click();
+  }
+  await (await replay.$('button=Compare')).click();
+  await b.waitUntil(async () => (await b.$('[data-testid="replay-table"]').isExisting()) || (await replay.$('[role="alert"]').isExisting()), {
+    timeout: 600000,
+    interval: 1000,
+  });
+  const replayError = (await replay.$('[role="alert"]').isExisting()) ? await (await replay.$('[role="alert"]')).getText() : '';
+  check(replayError === '', `the comparison ran${replayError ? `: ${replayError}` : ''} (${secs()} s)`);
+  const replayRows = await b.$$('[data-testid="replay-row"]');
+  const conditions = [];
+  for (const r of replayRows) conditions.push((await (await r.$('td')).getText()).split(/\s+/)[0]);
+  check(conditions.join(',') === 'full,baseline,v1', `the table lists the ceiling, the floor and v1 (${conditions.join(', ')})`);
+  check((await text('[data-testid="replay-summary"]')).includes('ran live with'), `the summary names the live strategy: ${await text('[data-testid="replay-summary"]')}`);
+  await (await b.$('[data-testid="replay-table"]')).scrollIntoView();
+  await shot('06b-compare-strategies');
 
   // ---------------------------------------------------------- benchmark
   console.log(`benchmark (${secs()} s)`);

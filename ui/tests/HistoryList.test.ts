@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { fireEvent, render, screen, within } from '@testing-library/svelte';
 import HistoryList from '../src/lib/components/HistoryList.svelte';
 import { ApiError, type InvestigationRow } from '../src/lib/api';
-import { mockApi } from './fixtures';
+import { mockApi, replayResult } from './fixtures';
 
 const rows: InvestigationRow[] = [
   { id: 2, question: 'Who owns disk sdb?', status: 'interrupted', exit_reason: null, exit_kind: null, resumable: true, created: 1_764_750_000, events: 31 },
@@ -41,5 +41,56 @@ describe('HistoryList', () => {
     });
     render(HistoryList, { api: m.api });
     expect((await screen.findByRole('alert')).textContent).toBe('database is locked');
+  });
+
+  it('compares strategies on an investigation: progress, the table and chart, the live strategy marked, and Use this strategy', async () => {
+    const m = mockApi({ listInvestigations: vi.fn(async () => rows) });
+    const onusestrategy = vi.fn();
+    render(HistoryList, { api: m.api, onusestrategy });
+    const trs = await screen.findAllByTestId('history-row');
+    await fireEvent.click(within(trs[1]!).getByRole('button', { name: 'Compare strategies' }));
+    const view = await screen.findByTestId('replay');
+    expect(view.textContent).toContain('investigation 1');
+    await fireEvent.click(within(view).getByRole('button', { name: 'Compare' }));
+    expect(m.api.replayInvestigation).toHaveBeenCalledWith(1, ['masking', 'v1', 'v2', 'v2.1'], expect.any(Function));
+    m.sinks.replay!({ type: 'progress', done: 3, total: 10, label: 'point 1 of 2: v2 compacted' });
+    expect((await screen.findByTestId('replay-progress')).textContent).toContain('3/10 · point 1 of 2: v2 compacted');
+    m.sinks.replay!({ type: 'finished', result: replayResult() });
+    const table = await screen.findByTestId('replay-table');
+    const body = within(table).getAllByTestId('replay-row');
+    expect(body.map((r) => r.querySelector('td')?.textContent?.trim().split(/\s+/)[0])).toEqual(['full', 'baseline', 'masking', 'v1', 'v2']);
+    // The shell's figures, as given: R with its interval, tokens after each point, a compaction that grew.
+    expect(body[4]!.textContent).toContain('0.66 [0.41, 0.88]');
+    expect(body[2]!.textContent).toContain('1750 (grew)');
+    expect(body[2]!.textContent).toContain('6 (3 grew)');
+    // The strategy the investigation ran is marked, in the table and the legend.
+    expect(body[3]!.textContent).toContain('ran live');
+    expect(body[3]!.classList.contains('live')).toBe(true);
+    expect(screen.getByText(/v1 \(ran live\)/)).toBeTruthy();
+    // The chart: one line per strategy, a point per compaction point where R exists (masking grew at point 2).
+    const chart = screen.getByTestId('replay-chart');
+    expect(chart.querySelectorAll('polyline')).toHaveLength(3);
+    expect(chart.querySelectorAll('circle')).toHaveLength(5);
+    expect(screen.queryByTestId('replay-progress')).toBeNull();
+    // Neither the ceiling nor the floor can be chosen; a strategy can.
+    expect(within(body[0]!).queryByRole('button')).toBeNull();
+    expect(within(body[1]!).queryByRole('button')).toBeNull();
+    await fireEvent.click(within(body[4]!).getByRole('button', { name: 'Use this strategy' }));
+    expect(onusestrategy).toHaveBeenCalledWith('v2', 1);
+  });
+
+  it('says why a comparison could not run, and only what was chosen is compared', async () => {
+    const m = mockApi({ listInvestigations: vi.fn(async () => rows) });
+    render(HistoryList, { api: m.api });
+    const trs = await screen.findAllByTestId('history-row');
+    await fireEvent.click(within(trs[0]!).getByRole('button', { name: 'Compare strategies' }));
+    const view = await screen.findByTestId('replay');
+    await fireEvent.click(within(view).getByLabelText('masking'));
+    await fireEvent.click(within(view).getByLabelText('v2'));
+    await fireEvent.click(within(view).getByRole('button', { name: 'Compare' }));
+    expect(m.api.replayInvestigation).toHaveBeenCalledWith(2, ['v1', 'v2.1'], expect.any(Function));
+    m.sinks.replay!({ type: 'error', message: 'the history never went over the trigger (1392 tokens): nothing would have been compacted' });
+    expect((await within(view).findByRole('alert')).textContent).toContain('never went over the trigger');
+    expect((within(view).getByRole('button', { name: 'Compare' }) as HTMLButtonElement).disabled).toBe(false);
   });
 });

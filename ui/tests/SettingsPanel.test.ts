@@ -24,6 +24,17 @@ describe('SettingsPanel', () => {
     expect(api.saveSettings).not.toHaveBeenCalled();
   });
 
+  it("puts a strategy chosen in History's comparison into the form, saved only on Save", async () => {
+    const { api } = mockApi();
+    render(SettingsPanel, { api, suggestion: { strategy: 'v2.1', from: 7 } });
+    expect((await screen.findByTestId('strategy-suggested')).textContent).toContain('Strategy v2.1, from the comparison on investigation 7');
+    expect((screen.getByLabelText(/Strategy/) as HTMLSelectElement).value).toBe('v2.1');
+    expect(api.saveSettings).not.toHaveBeenCalled();
+    await fireEvent.click(save());
+    await vi.waitFor(() => expect(api.saveSettings).toHaveBeenCalledWith(expect.objectContaining({ strategy: 'v2.1' })));
+    await vi.waitFor(() => expect(screen.queryByTestId('strategy-suggested')).toBeNull());
+  });
+
   it('calibrates the model with progress, then shows the new recommendation', async () => {
     const { api, sinks } = mockApi();
     render(SettingsPanel, { api });

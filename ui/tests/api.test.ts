@@ -137,6 +137,7 @@ describe('tauriApi', () => {
       tauriApi.exportBenchmark('r', 'json'),
       tauriApi.calibration(),
       tauriApi.calibrateModel(noop),
+      tauriApi.replayInvestigation(1, ['v1'], noop),
     ]);
     expect([...seen].sort()).toEqual([...COMMANDS].sort());
     expect(new Set(COMMANDS).size).toBe(COMMANDS.length);

@@ -1,6 +1,6 @@
 // Event sequences and a scriptable mock of the backend for component tests.
 import { vi } from 'vitest';
-import type { Api, BenchEvent, Calibration, CalibrationEvent, DownloadEvent, ModelResult, SettingError, Settings } from '../src/lib/api';
+import type { Api, BenchEvent, Calibration, CalibrationEvent, DownloadEvent, ModelResult, ReplayEvent, ReplayResult, SettingError, Settings } from '../src/lib/api';
 import type { AgentEvent, Gauge, PlanRow } from '../src/lib/events';
 
 export function gauge(over: Partial<Gauge> = {}): Gauge {
@@ -92,7 +92,8 @@ export function mockApi(over: Partial<Api> = {}) {
     bench: ((e: BenchEvent) => void) | null;
     download: ((e: DownloadEvent) => void) | null;
     calibration: ((e: CalibrationEvent) => void) | null;
-  } = { agent: null, bench: null, download: null, calibration: null };
+    replay: ((e: ReplayEvent) => void) | null;
+  } = { agent: null, bench: null, download: null, calibration: null, replay: null };
   const settings: Settings = {
     engine: 'embedded',
     model_path: '/models/SmolLM2-135M-Instruct.Q4_1.gguf',
@@ -175,6 +176,9 @@ export function mockApi(over: Partial<Api> = {}) {
     calibrateModel: vi.fn(async (on: (e: CalibrationEvent) => void) => {
       sinks.calibration = on;
     }),
+    replayInvestigation: vi.fn(async (_id: number, _s: string[], on: (e: ReplayEvent) => void) => {
+      sinks.replay = on;
+    }),
     ...over,
   } satisfies Api;
   return { api, sinks, settings };
@@ -254,5 +258,51 @@ export function calibration(): Calibration {
     rows: [row('v1', 0.6, 6, 1, 60, 0.41), row('v1', 0.9, 6, 0, 55, 0.12), row('v2', 0.6, 6, 2, 62, 0.58), row('v2', 0.9, 4, 2, 40)],
     recommended: { strategy: 'v2', ratio: 0.6 },
     reason: 'v2 at ratio 0.6 kept the most by likelihood (R 0.58 over 7 probes: 1 is the uncompacted history, 0 pinned + recent only), got 6/6 calls along the route, 2 of 5 facts in its final context by keyword, 0 in its answer, in 62 s',
+  };
+}
+
+/**
+ * A replay of investigation 1 in mf-bench's shape (figures invented for the
+ * tests): two points; v1 ran live; v2 keeps most, masking grew at point 2.
+ */
+export function replayResult(): ReplayResult {
+  const iv = (value: number, lo: number, hi: number, n: number) => ({ value, lo, hi, n });
+  const cond = (condition: string, r: [number, number, number] | null, grew = 0) => ({
+    condition,
+    retention: r ? iv(r[0], r[1], r[2], 5) : null,
+    nll_facts: iv(1.5, 1.1, 1.9, 6),
+    choice: null,
+    probes: 6,
+    grew,
+  });
+  const comp = (strategy: string, tokens_after: number, grew = false) => ({ strategy, tokens_after, messages_after: 9, compaction_ms: 4200, grew });
+  return {
+    model: 'SmolLM2-135M-Instruct.Q4_1',
+    session: 1,
+    question: 'Row count?',
+    live_strategy: 'v1',
+    transcript_messages: 31,
+    context: 2048,
+    reserve: 192,
+    ratio: 0.75,
+    recent: 2,
+    threshold: 1392,
+    score_ctx: 8192,
+    points: [
+      { at: 9, tokens: 1450, floor_messages: 4, targets: [9, 11, 30], compactions: [comp('masking', 1100), comp('v1', 700), comp('v2', 820)], retention: { full: iv(1, 1, 1, 3), baseline: iv(0, 0, 0, 3), masking: iv(0.4, 0.1, 0.7, 3), v1: iv(0.5, 0.2, 0.8, 3), v2: iv(0.7, 0.4, 0.9, 3) } },
+      { at: 19, tokens: 1700, floor_messages: 4, targets: [19, 21, 30], compactions: [comp('masking', 1750, true), comp('v1', 760), comp('v2', 900)], retention: { full: iv(1, 1, 1, 2), baseline: iv(0, 0, 0, 2), masking: null, v1: iv(0.3, -0.1, 0.6, 2), v2: iv(0.6, 0.3, 0.9, 2) } },
+    ],
+    scores: [],
+    likelihood: {
+      margin: 0.1,
+      probes: 6,
+      no_signal: 1,
+      chance: null,
+      conditions: [cond('full', [1, 1, 1]), cond('baseline', [0, 0, 0]), cond('masking', [0.4, 0.1, 0.7], 3), cond('v1', [0.42, 0.12, 0.71]), cond('v2', [0.66, 0.41, 0.88])],
+      by_class: {},
+      by_dimension: {},
+      paired: [],
+    },
+    wall_s: 312.4,
   };
 }

@@ -99,6 +99,15 @@ pub enum BenchError {
     /// runs after it still run.
     #[error("the loop failed: {0}")]
     Loop(#[source] mf_agent::AgentError),
+    /// A stored investigation could not be replayed: `what` names it (and
+    /// the step), the source says why.
+    #[error("{what}: {source}")]
+    Replay {
+        /// The investigation, and what was being read or loaded.
+        what: String,
+        /// The store's or engine's error.
+        source: mf_agent::AgentError,
+    },
     /// The model failed.
     #[error("model error: {0}")]
     Inference(#[from] mf_inference::InferenceError),

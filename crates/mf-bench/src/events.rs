@@ -88,6 +88,10 @@ mod tests {
             crate::orchestrate::JudgeRequest::decl(&cfg),
             crate::orchestrate::BenchRequest::decl(&cfg),
             crate::orchestrate::ScenarioOption::decl(&cfg),
+            crate::replay::PointCompaction::decl(&cfg),
+            crate::replay::ReplayPoint::decl(&cfg),
+            crate::replay::TargetScore::decl(&cfg),
+            crate::replay::ReplayResult::decl(&cfg),
         ] {
             out.push_str("export ");
             out.push_str(decl.trim());

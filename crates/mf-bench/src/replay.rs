@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 use crate::agentic::scoring::floor_of;
 use crate::condition::{Condition, compact};
 use crate::error::{BenchError, Result};
-use crate::likelihood::{LikelihoodSummary, ProbeFacts, summarise};
+use crate::likelihood::{Interval, LikelihoodSummary, ProbeFacts, summarise};
 use crate::model::{Model, to_chat};
 
 /// What a replay measures.
@@ -80,6 +80,7 @@ impl ReplayConfig {
 
 /// One strategy's compaction at one point.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct PointCompaction {
     /// The strategy.
     pub strategy: String,
@@ -91,6 +92,7 @@ pub struct PointCompaction {
     pub compaction_ms: u64,
     /// Why it could not compact (its targets are then not scored).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
     pub error: Option<String>,
     /// Whether the compacted history was no smaller ("grew": not ranked at this point).
     pub grew: bool,
@@ -98,6 +100,7 @@ pub struct PointCompaction {
 
 /// One compaction point.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ReplayPoint {
     /// The transcript's messages before the point (the reply at this index is the first target).
     pub at: usize,
@@ -109,10 +112,16 @@ pub struct ReplayPoint {
     pub targets: Vec<usize>,
     /// Per strategy.
     pub compactions: Vec<PointCompaction>,
+    /// R at this point per condition (`full`, `baseline`, then the
+    /// strategies) over its targets with signal, with its interval (`None`:
+    /// no target here separates full from baseline, or the strategy grew).
+    #[serde(default)]
+    pub retention: BTreeMap<String, Option<Interval>>,
 }
 
 /// One target scored under every context.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct TargetScore {
     /// The point (index into `points`).
     pub point: usize,
@@ -128,6 +137,7 @@ pub struct TargetScore {
 
 /// A replay's results.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ReplayResult {
     /// The model that summarised and scored.
     pub model: String,
@@ -157,6 +167,7 @@ pub struct ReplayResult {
     pub scores: Vec<TargetScore>,
     /// Targets that could not be scored, and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(test, ts(type = "string[] | undefined", optional))]
     pub unscored: Vec<String>,
     /// R per strategy (`class`: the point, `dimension`: the target's kind).
     pub likelihood: Option<LikelihoodSummary>,
@@ -301,13 +312,14 @@ pub fn replay(model: &Model, scorer: &Model, transcript: &[Message], cfg: &Repla
         }
         done += 1;
         progress(done, total, &format!("point {} of {}: {} targets scored", pi + 1, pts.len(), targets.len()));
-        points_out.push(ReplayPoint { at, tokens, floor_messages: floor.len(), targets, compactions });
+        points_out.push(ReplayPoint { at, tokens, floor_messages: floor.len(), targets, compactions, retention: BTreeMap::new() });
     }
+    let class = |p: usize| format!("point {} (message {})", p + 1, points_out[p].at);
     let facts: Vec<ProbeFacts> = scores
         .iter()
         .map(|s| ProbeFacts {
             key: format!("{}/{}", s.point, s.at),
-            class: format!("point {} (message {})", s.point + 1, points_out[s.point].at),
+            class: class(s.point),
             dimension: s.kind.clone(),
             nll: s.nll.clone(),
             choice: BTreeMap::new(),
@@ -319,6 +331,12 @@ pub fn replay(model: &Model, scorer: &Model, transcript: &[Message], cfg: &Repla
     let mut order = vec!["full", "baseline"];
     order.extend(names.iter().map(String::as_str));
     let likelihood = (!facts.is_empty()).then(|| summarise(&facts, &order));
+    if let Some(l) = &likelihood {
+        for (i, p) in points_out.iter_mut().enumerate() {
+            let label = format!("point {} (message {})", i + 1, p.at);
+            p.retention = l.by_class.get(&label).cloned().unwrap_or_default();
+        }
+    }
     Ok(ReplayResult {
         model: model.info().name.clone(),
         session: 0,
@@ -337,6 +355,85 @@ pub fn replay(model: &Model, scorer: &Model, transcript: &[Message], cfg: &Repla
         likelihood,
         wall_s: t0.elapsed().as_secs_f64(),
     })
+}
+
+/// What a face asks a replay of a stored investigation for (`mf replay`,
+/// the app's History): the strategies, how many points and targets, the
+/// scoring window, and optionally another model than the stored one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplayRequest {
+    /// Strategies replayed (`baseline` and `none` are the floor and ceiling, always scored).
+    pub strategies: Vec<StrategyKind>,
+    /// Replies scored after each point (the final answer is scored too).
+    pub targets: usize,
+    /// Compaction points at most.
+    pub points: usize,
+    /// The scoring session's window: it must hold the uncompacted history.
+    pub score_ctx: u32,
+    /// Another model file (embedded) or model name (server) than the stored one.
+    pub model: Option<std::path::PathBuf>,
+}
+
+impl Default for ReplayRequest {
+    fn default() -> Self {
+        let d = ReplayConfig::for_budget(Budget::default(), PlanConfig::default());
+        ReplayRequest { strategies: d.strategies, targets: d.targets, points: d.points, score_ctx: DEFAULT_SCORE_CONTEXT, model: None }
+    }
+}
+
+/// The default scoring window of a replay (clamped to the model's training context).
+pub const DEFAULT_SCORE_CONTEXT: u32 = 16384;
+
+/// Replays investigation `id` of `sessions` under `req`: its stored engine,
+/// model and budget (the model may be swapped), its transcript, loaded once
+/// for summaries at its own window and once for scoring at `req.score_ctx`.
+/// The one path `mf replay` and the app take. `api_key`: a key the face
+/// holds for an OpenAI-compatible server. Blocking work runs off the runtime.
+///
+/// # Errors
+/// [`BenchError::Replay`] for a missing investigation, a stored spec this
+/// version cannot read, a model that cannot load; [`BenchError::Inference`]
+/// when the engine cannot score (Ollama); [`BenchError::InvalidSetting`]
+/// for no strategy, or a history that never reached its trigger.
+pub async fn replay_session(
+    sessions: &mf_agent::Sessions,
+    id: i64,
+    req: &ReplayRequest,
+    api_key: Option<String>,
+    mut progress: impl FnMut(usize, usize, &str) + Send + 'static,
+) -> Result<ReplayResult> {
+    let failed = |what: String| move |source: mf_agent::AgentError| BenchError::Replay { what, source };
+    if req.strategies.is_empty() {
+        return Err(BenchError::NothingChosen("strategy"));
+    }
+    let mut spec = sessions.spec(id).map_err(failed(format!("investigation {id}")))?;
+    if let Some(m) = &req.model {
+        spec.engine.set_model(m.clone());
+    }
+    spec.check_model_file().map_err(failed(format!("investigation {id}'s model")))?;
+    let store = sessions.store().map_err(failed("the session store".to_owned()))?;
+    let row = store.get(id).map_err(failed(format!("investigation {id}")))?;
+    let transcript = store.transcript(id).map_err(failed(format!("investigation {id}'s transcript")))?;
+    let label = spec.engine.model_label();
+    let backend = spec.engine.load(spec.context, api_key.clone()).await.map_err(failed(format!("loading {label}")))?;
+    let scorer = spec.engine.load(req.score_ctx.max(spec.context), api_key).await.map_err(failed(format!("loading {label} for scoring")))?;
+    let budget = Budget { context: spec.context as usize, reserve: spec.agent.reserve as usize, ratio: spec.agent.ratio, recent: spec.agent.recent };
+    let cfg = ReplayConfig {
+        strategies: req.strategies.clone(),
+        delta: spec.agent.delta,
+        targets: req.targets,
+        points: req.points,
+        ..ReplayConfig::for_budget(budget, spec.agent.plan.clone())
+    };
+    // The benchmark's model wrapper runs its own runtime: off this one.
+    let result = tokio::task::spawn_blocking(move || -> Result<ReplayResult> {
+        let model = Model::new(backend)?;
+        let scorer = Model::new(scorer)?;
+        replay(&model, &scorer, &transcript, &cfg, &mut progress)
+    })
+    .await
+    .map_err(|_| BenchError::WorkerPanicked)??;
+    Ok(ReplayResult { session: id, live_strategy: spec.agent.strategy.as_str().to_owned(), question: row.question, ..result })
 }
 
 /// The replay as Markdown: the points and their compactions, then R.

@@ -5,9 +5,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context as _, bail};
-use mf_agent::{EngineChoice, Sessions};
-use mf_bench::replay::{ReplayConfig, markdown, replay};
-use mf_forgetting::Budget;
+use mf_agent::Sessions;
+use mf_bench::replay::{DEFAULT_SCORE_CONTEXT, ReplayRequest, markdown, replay_session};
 
 use crate::terminal::printable;
 
@@ -27,7 +26,7 @@ pub struct ReplayArgs {
     #[arg(long, default_value_t = 3)]
     pub points: usize,
     /// The scoring session's window in tokens: it must hold the investigation's uncompacted history.
-    #[arg(long, default_value_t = 16384)]
+    #[arg(long, default_value_t = DEFAULT_SCORE_CONTEXT)]
     pub score_ctx: u32,
     /// Use this model file (or, for a run on a server, this model name) instead of the stored one.
     #[arg(long)]
@@ -51,17 +50,6 @@ pub struct ReplayArgs {
 pub async fn run(a: ReplayArgs) -> anyhow::Result<()> {
     let db = a.db.clone().unwrap_or_else(crate::investigate::default_db);
     let sessions = Sessions::at_db(&db);
-    let mut spec = sessions.spec(a.id).with_context(|| format!("investigation {} in {}", a.id, db.display()))?;
-    if let Some(m) = &a.model {
-        match &mut spec.engine {
-            EngineChoice::Embedded { model, .. } => model.clone_from(m),
-            EngineChoice::OpenAi { model, .. } | EngineChoice::Ollama { model, .. } => *model = m.display().to_string(),
-        }
-    }
-    spec.check_model_file()?;
-    let store = sessions.store()?;
-    let row = store.get(a.id)?;
-    let transcript = store.transcript(a.id)?;
     let mut strategies = Vec::new();
     for s in &a.strategies {
         strategies.push(mf_agent::parse_strategy(s.trim()).map_err(|e| crate::UsageError(format!("--strategies: {e}")))?);
@@ -69,34 +57,22 @@ pub async fn run(a: ReplayArgs) -> anyhow::Result<()> {
     if strategies.is_empty() {
         bail!(crate::UsageError("--strategies: choose at least one".into()));
     }
-    let label = spec.engine.model_label();
-    let backend = spec.engine.load(spec.context, None).await.with_context(|| format!("cannot load {label}"))?;
-    let scorer = spec.engine.load(a.score_ctx.max(spec.context), None).await.with_context(|| format!("cannot load {label} for scoring"))?;
-    let budget = Budget { context: spec.context as usize, reserve: spec.agent.reserve as usize, ratio: spec.agent.ratio, recent: spec.agent.recent };
-    let cfg =
-        ReplayConfig { strategies, delta: spec.agent.delta, targets: a.targets, points: a.points, ..ReplayConfig::for_budget(budget, spec.agent.plan.clone()) };
+    let req = ReplayRequest { strategies, targets: a.targets, points: a.points, score_ctx: a.score_ctx, model: a.model.clone() };
     eprintln!(
-        "replaying investigation {} ({} messages) on {label}: {} strategies, at most {} points, {} replies after each",
+        "replaying investigation {} of {}: {} strategies, at most {} points, {} replies after each",
         a.id,
-        transcript.len(),
-        cfg.strategies.len(),
-        cfg.points,
-        cfg.targets
+        db.display(),
+        req.strategies.len(),
+        req.points,
+        req.targets
     );
     let t0 = Instant::now();
-    // The benchmark's model wrapper runs its own runtime: off this one.
-    let result = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
-        let model = mf_bench::Model::new(backend)?;
-        let scorer = mf_bench::Model::new(scorer)?;
-        let mut progress = |done: usize, total: usize, what: &str| {
-            let elapsed = t0.elapsed().as_secs_f64();
-            let eta = elapsed / done.max(1) as f64 * total.saturating_sub(done) as f64;
-            eprintln!("[{done}/{total}] {what} · {elapsed:.0} s, ETA {eta:.0} s");
-        };
-        Ok(replay(&model, &scorer, &transcript, &cfg, &mut progress)?)
-    })
-    .await??;
-    let result = mf_bench::replay::ReplayResult { session: a.id, live_strategy: spec.agent.strategy.as_str().to_owned(), question: row.question, ..result };
+    let progress = move |done: usize, total: usize, what: &str| {
+        let elapsed = t0.elapsed().as_secs_f64();
+        let eta = elapsed / done.max(1) as f64 * total.saturating_sub(done) as f64;
+        eprintln!("[{done}/{total}] {what} · {elapsed:.0} s, ETA {eta:.0} s");
+    };
+    let result = replay_session(&sessions, a.id, &req, None, progress).await.with_context(|| format!("store {}", db.display()))?;
     let json = serde_json::to_string_pretty(&result)?;
     if let Some(out) = &a.out {
         std::fs::write(out, &json).with_context(|| format!("cannot write {}", out.display()))?;

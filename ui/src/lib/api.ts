@@ -27,9 +27,10 @@ export type {
   DemoWorld,
   DownloadEvent,
   ModelInfo,
+  ReplayEvent,
   RunCode,
 } from './generated/app';
-import type { AppInfo, BenchOptions, CalibrationEvent, DemoWorld, DownloadEvent, ModelInfo } from './generated/app';
+import type { AppInfo, BenchOptions, CalibrationEvent, DemoWorld, DownloadEvent, ModelInfo, ReplayEvent } from './generated/app';
 
 /** An error thrown by every `Api` method when a command fails. */
 export class ApiError extends Error {
@@ -116,6 +117,8 @@ export type {
   JudgeRequest,
   ModelResult,
   Recommendation,
+  ReplayPoint,
+  ReplayResult,
   Stat,
 } from './generated/bench-events';
 
@@ -159,6 +162,12 @@ export interface Api {
   calibration(): Promise<Calibration | null>;
   /** Calibrates the saved settings' engine and model; progress and the result stream to `onEvent`. */
   calibrateModel(onEvent: (e: CalibrationEvent) => void): Promise<void>;
+  /**
+   * Replays stored investigation `id` under each of `strategies` and scores
+   * each by what the investigation really did next; progress and the result
+   * stream to `onEvent` (minutes on the small test models).
+   */
+  replayInvestigation(id: number, strategies: string[], onEvent: (e: ReplayEvent) => void): Promise<void>;
 }
 
 async function call<T>(cmd: string, args?: Record<string, unknown>): Promise<T> {
@@ -218,6 +227,7 @@ export const tauriApi: Api = {
   exportBenchmark: (runId, format) => call('export_benchmark', { runId, format }),
   calibration: () => call('calibration'),
   calibrateModel: (onEvent) => call('calibrate_model', { onEvent: channel(onEvent) }),
+  replayInvestigation: (id, strategies, onEvent) => call('replay_investigation', { id, strategies, onEvent: channel(onEvent) }),
 };
 
 /**

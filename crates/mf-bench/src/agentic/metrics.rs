@@ -155,6 +155,7 @@ impl RunFailure {
         let kind = match e {
             BenchError::Loop(mf_agent::AgentError::Inference(_)) | BenchError::Inference(_) => "model",
             BenchError::Loop(_) | BenchError::Forgetting(_) => "loop",
+            BenchError::Replay { .. } => "store",
             BenchError::InvalidSetting { .. }
             | BenchError::NothingChosen(_)
             | BenchError::RepsOutOfRange { .. }

@@ -2,7 +2,7 @@
 // Do not edit: change the Rust types and run
 //   MF_UPDATE_TS=1 cargo test -p measured-forgetting --lib typescript
 
-import type { Calibration, CalibrationRow, ScenarioOption } from './bench-events';
+import type { Calibration, CalibrationRow, ReplayResult, ScenarioOption } from './bench-events';
 
 export type CommandError = { 
 /**
@@ -145,5 +145,27 @@ row: CalibrationRow, } | { "type": "finished",
 calibration: Calibration, } | { "type": "error", 
 /**
  * Why.
+ */
+message: string, };
+
+export type ReplayEvent = { "type": "progress", 
+/**
+ * Steps done.
+ */
+done: number, 
+/**
+ * Steps in all.
+ */
+total: number, 
+/**
+ * What was just done.
+ */
+label: string, } | { "type": "finished", 
+/**
+ * R per strategy, per point, with the compactions' sizes and times.
+ */
+result: ReplayResult, } | { "type": "error", 
+/**
+ * Why, for a user.
  */
 message: string, };

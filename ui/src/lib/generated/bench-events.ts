@@ -833,5 +833,147 @@ id: string,
  */
 class: string, };
 
+export type PointCompaction = { 
+/**
+ * The strategy.
+ */
+strategy: string, 
+/**
+ * Prompt tokens after it (before: the point's `tokens`).
+ */
+tokens_after: number, 
+/**
+ * Messages after it.
+ */
+messages_after: number, 
+/**
+ * Wall time, ms.
+ */
+compaction_ms: number, 
+/**
+ * Why it could not compact (its targets are then not scored).
+ */
+error?: string, 
+/**
+ * Whether the compacted history was no smaller ("grew": not ranked at this point).
+ */
+grew: boolean, };
+
+export type ReplayPoint = { 
+/**
+ * The transcript's messages before the point (the reply at this index is the first target).
+ */
+at: number, 
+/**
+ * Prompt tokens of the uncompacted history there.
+ */
+tokens: number, 
+/**
+ * Messages of the floor (pinned + recent).
+ */
+floor_messages: number, 
+/**
+ * The transcript indices of the targets scored.
+ */
+targets: Array<number>, 
+/**
+ * Per strategy.
+ */
+compactions: Array<PointCompaction>, 
+/**
+ * R at this point per condition (`full`, `baseline`, then the
+ * strategies) over its targets with signal, with its interval (`None`:
+ * no target here separates full from baseline, or the strategy grew).
+ */
+retention: { [key in string]: Interval | null }, };
+
+export type TargetScore = { 
+/**
+ * The point (index into `points`).
+ */
+point: number, 
+/**
+ * The target's transcript index.
+ */
+at: number, 
+/**
+ * `reply` (a call or text the model wrote next) or `answer` (the final answer).
+ */
+kind: string, 
+/**
+ * Tokens of the target.
+ */
+tokens: number, 
+/**
+ * NLL per token (nats) after each context: `full`, `baseline`, then the strategies.
+ */
+nll: { [key in string]: number }, };
+
+export type ReplayResult = { 
+/**
+ * The model that summarised and scored.
+ */
+model: string, 
+/**
+ * The investigation's id in its store.
+ */
+session: number, 
+/**
+ * Its question.
+ */
+question: string, 
+/**
+ * The strategy it ran live.
+ */
+live_strategy: string, 
+/**
+ * Messages in its transcript.
+ */
+transcript_messages: number, 
+/**
+ * Its budget: `C`, `G`, ratio, recent.
+ */
+context: number, 
+/**
+ * See `context`.
+ */
+reserve: number, 
+/**
+ * See `context`.
+ */
+ratio: number, 
+/**
+ * See `context`.
+ */
+recent: number, 
+/**
+ * The trigger in prompt tokens (as counted here, without tool schemas).
+ */
+threshold: number, 
+/**
+ * The scoring session's window.
+ */
+score_ctx: number, 
+/**
+ * The compaction points.
+ */
+points: Array<ReplayPoint>, 
+/**
+ * Every target's scores.
+ */
+scores: Array<TargetScore>, 
+/**
+ * Targets that could not be scored, and why.
+ */
+unscored?: string[] | undefined, 
+/**
+ * R per strategy (`class`: the point, `dimension`: the target's kind).
+ */
+likelihood: LikelihoodSummary | null, 
+/**
+ * Wall time, seconds.
+ */
+wall_s: number, };
+
 /** The `type` tag of every event. */
 export type BenchEventType = BenchEvent["type"];

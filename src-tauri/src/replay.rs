@@ -1,0 +1,145 @@
+//! *Compare strategies* on a stored investigation (History): it is replayed
+//! under each strategy and scored by what it really did next, on the path
+//! `mf replay` takes ([`mf_bench::replay::replay_session`]). Minutes on the
+//! small test models: it runs on a thread of its own and reports each step.
+
+use std::sync::Arc;
+
+use mf_bench::replay::{ReplayRequest, ReplayResult, replay_session};
+use serde::Serialize;
+use tauri::State;
+use tauri::ipc::Channel;
+
+use crate::AppState;
+use crate::error::{CmdResult, CommandError};
+
+/// What a replay reports (generated as ui/src/lib/generated/app.ts `ReplayEvent`).
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ReplayEvent {
+    /// A strategy compacted at a point, or a point's targets scored.
+    Progress {
+        /// Steps done.
+        done: usize,
+        /// Steps in all.
+        total: usize,
+        /// What was just done.
+        label: String,
+    },
+    /// The comparison.
+    Finished {
+        /// R per strategy, per point, with the compactions' sizes and times.
+        #[cfg_attr(test, ts(type = "ReplayResult"))]
+        result: Box<ReplayResult>,
+    },
+    /// The replay could not run or failed (the engine cannot score, the
+    /// history never reached its trigger, the model is gone).
+    Error {
+        /// Why, for a user.
+        message: String,
+    },
+}
+
+/// Replays investigation `id` under `strategies` (names as in Settings:
+/// `masking`, `v1`, `v2`, `v2.1`); the events go to `on_event`.
+#[tauri::command]
+pub fn replay_investigation(state: State<'_, AppState>, id: i64, strategies: Vec<String>, on_event: Channel<ReplayEvent>) -> CmdResult<()> {
+    start(&state, id, &strategies, move |e| {
+        let _ = on_event.send(e);
+    })
+}
+
+/// What `replay_investigation` does, the events going to `send`.
+///
+/// # Errors
+/// `invalid_argument` for an unknown strategy or none; `internal` when the
+/// thread cannot start. Everything later is an [`ReplayEvent::Error`].
+pub fn start(state: &AppState, id: i64, strategies: &[String], send: impl Fn(ReplayEvent) + Send + Sync + 'static) -> CmdResult<()> {
+    let mut kinds = Vec::new();
+    for s in strategies {
+        kinds.push(mf_agent::parse_strategy(s.trim()).map_err(|e| CommandError::invalid(e.to_string()))?);
+    }
+    if kinds.is_empty() {
+        return Err(CommandError::invalid("Choose at least one strategy to compare."));
+    }
+    let req = ReplayRequest { strategies: kinds, ..ReplayRequest::default() };
+    let db = state.paths.db.clone();
+    let api_key = state.api_key();
+    let send = Arc::new(send);
+    std::thread::Builder::new()
+        .name("replay".into())
+        .spawn(move || {
+            let progress = {
+                let send = send.clone();
+                move |done: usize, total: usize, label: &str| send(ReplayEvent::Progress { done, total, label: label.to_owned() })
+            };
+            let run = || -> Result<ReplayResult, String> {
+                let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| e.to_string())?;
+                let sessions = mf_agent::Sessions::at_db(&db);
+                rt.block_on(replay_session(&sessions, id, &req, api_key, progress)).map_err(|e| e.to_string())
+            };
+            match run() {
+                Ok(result) => send(ReplayEvent::Finished { result: Box::new(result) }),
+                Err(message) => send(ReplayEvent::Error { message }),
+            }
+        })
+        .map_err(|e| CommandError::internal(format!("cannot start the replay: {e}")))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use crate::Paths;
+    use std::path::Path;
+    use std::sync::Mutex;
+
+    fn state(dir: &Path) -> AppState {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+        std::fs::create_dir_all(dir.join("models")).unwrap();
+        AppState::new(Paths {
+            settings: dir.join("config/settings.json"),
+            db: dir.join("data/sessions.db"),
+            models: dir.join("models"),
+            scenarios: repo.join("scenarios/compaction"),
+            worlds: repo.join("scenarios/agentic"),
+            exports: dir.join("data/exports"),
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn strategies_are_checked_before_anything_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = state(dir.path());
+        let e = start(&s, 1, &["v3".into()], |_| {}).unwrap_err();
+        assert_eq!(e.code, "invalid_argument");
+        assert!(e.message.contains("v3"), "{}", e.message);
+        assert_eq!(start(&s, 1, &[], |_| {}).unwrap_err().code, "invalid_argument");
+    }
+
+    #[test]
+    fn a_missing_investigation_is_an_error_event_that_names_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = state(dir.path());
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let seen = events.clone();
+        start(&s, 4242, &["v1".into()], move |e| {
+            let end = !matches!(e, ReplayEvent::Progress { .. });
+            seen.lock().unwrap().push(e);
+            if end {
+                let _ = tx.send(());
+            }
+        })
+        .unwrap();
+        rx.recv_timeout(std::time::Duration::from_secs(60)).unwrap();
+        let events = events.lock().unwrap();
+        match events.last().unwrap() {
+            ReplayEvent::Error { message } => assert!(message.contains("4242"), "{message}"),
+            other => panic!("expected an error, got {other:?}"),
+        }
+    }
+}
