@@ -197,6 +197,9 @@ pub enum ResultsFile {
     Agentic(Vec<AgenticResult>),
     /// KV-cache runs (`mf bench-kv --json`, one report or an array of them).
     Kv(Vec<crate::kv::BenchKvReport>),
+    /// Stored investigations replayed under every strategy (`mf replay
+    /// --out`, one result or an array of them).
+    Replay(Vec<crate::replay::ReplayResult>),
 }
 
 impl ResultsFile {
@@ -207,6 +210,7 @@ impl ResultsFile {
             ResultsFile::Suite(r) => markdown(r),
             ResultsFile::Agentic(r) => agentic::markdown(r),
             ResultsFile::Kv(r) => crate::kv::markdown(r),
+            ResultsFile::Replay(r) => r.iter().map(crate::replay::markdown).collect::<Vec<_>>().join("\n"),
         }
     }
 }
@@ -215,27 +219,39 @@ impl ResultsFile {
 /// checks it against its schema.
 ///
 /// # Errors
-/// [`BenchError::ReadFile`] when it cannot be read, [`BenchError::Json`] when
-/// it is not JSON of the right shape, [`BenchError::Schema`] when it does not
-/// match its schema.
+/// [`BenchError::ReadFile`] when it cannot be read; [`BenchError::Schema`],
+/// naming the file, when it is not JSON of the right shape or does not match
+/// its schema.
 pub fn read_results(file: &Path) -> Result<ResultsFile> {
     let text = std::fs::read_to_string(file).map_err(|source| BenchError::ReadFile { path: file.to_path_buf(), source })?;
-    let v: serde_json::Value = serde_json::from_str(&text)?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| named(file, &e))?;
     let is_agentic = v.as_array().and_then(|a| a.first()).is_some_and(|o| o.get("runs").is_some());
     let is_kv = |o: &serde_json::Value| o.get("compaction_step").is_some();
+    let is_replay = |o: &serde_json::Value| o.get("points").is_some() && o.get("live_strategy").is_some();
+    if is_replay(&v) {
+        return Ok(ResultsFile::Replay(vec![serde_json::from_value(v).map_err(|e| named(file, &e))?]));
+    }
+    if v.as_array().and_then(|a| a.first()).is_some_and(is_replay) {
+        return Ok(ResultsFile::Replay(serde_json::from_value(v).map_err(|e| named(file, &e))?));
+    }
     if is_kv(&v) {
-        return Ok(ResultsFile::Kv(vec![serde_json::from_value(v)?]));
+        return Ok(ResultsFile::Kv(vec![serde_json::from_value(v).map_err(|e| named(file, &e))?]));
     }
     if v.as_array().and_then(|a| a.first()).is_some_and(is_kv) {
-        return Ok(ResultsFile::Kv(serde_json::from_value(v)?));
+        return Ok(ResultsFile::Kv(serde_json::from_value(v).map_err(|e| named(file, &e))?));
     }
     if is_agentic {
         agentic::validate_agentic(&v).map_err(|e| BenchError::Schema(format!("{}: {e}", file.display())))?;
-        Ok(ResultsFile::Agentic(serde_json::from_value(v)?))
+        Ok(ResultsFile::Agentic(serde_json::from_value(v).map_err(|e| named(file, &e))?))
     } else {
         schema::validate_results(&v).map_err(|e| BenchError::Schema(format!("{}: {e}", file.display())))?;
-        Ok(ResultsFile::Suite(serde_json::from_value(v)?))
+        Ok(ResultsFile::Suite(serde_json::from_value(v).map_err(|e| named(file, &e))?))
     }
+}
+
+/// A results file that is JSON of the wrong shape, named.
+fn named(file: &Path, e: &serde_json::Error) -> BenchError {
+    BenchError::Schema(format!("{}: {e}", file.display()))
 }
 
 /// Reads a scenario-suite results file, as [`read_results`] does.
@@ -518,6 +534,7 @@ fn entry(out: &mut String, link_prefix: &str, e: &PageEntry, file: &ResultsFile)
         ResultsFile::Suite(r) => r.iter().map(|m| m.model.as_str()).collect(),
         ResultsFile::Agentic(r) => r.iter().map(|m| m.model.as_str()).collect(),
         ResultsFile::Kv(r) => r.iter().map(|m| m.model.as_str()).collect(),
+        ResultsFile::Replay(r) => r.iter().map(|m| m.model.as_str()).collect(),
     };
     let _ = writeln!(out, "- Model: {}", models.join(", "));
     let _ = writeln!(out, "- Date: {}", e.date);
@@ -561,6 +578,50 @@ mod tests {
     }
 
     const INDEX: &str = "crates/mf-bench/results/index.json";
+
+    #[test]
+    fn a_file_that_cannot_be_read_as_results_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let bad = dir.path().join("cut-short.json");
+        std::fs::write(&bad, "[{\"model\": \"m\", \"runs\": [").unwrap();
+        let e = read_results(&bad).unwrap_err().to_string();
+        assert!(e.contains("cut-short.json"), "{e}");
+        let shape = dir.path().join("wrong-shape.json");
+        std::fs::write(&shape, r#"{"compaction_step": 3}"#).unwrap();
+        let e = read_results(&shape).unwrap_err().to_string();
+        assert!(e.contains("wrong-shape.json"), "{e}");
+    }
+
+    #[test]
+    fn a_replay_reads_as_one_and_renders() {
+        let r = crate::replay::ReplayResult {
+            model: "SmolLM2".into(),
+            session: 4,
+            question: "Which edge purged?".into(),
+            live_strategy: "v1".into(),
+            transcript_messages: 31,
+            context: 2048,
+            reserve: 192,
+            ratio: 0.75,
+            recent: 2,
+            threshold: 1392,
+            score_ctx: 8192,
+            points: vec![],
+            scores: vec![],
+            unscored: vec![],
+            likelihood: None,
+            wall_s: 1.0,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let one = dir.path().join("replay.json");
+        std::fs::write(&one, serde_json::to_string(&r).unwrap()).unwrap();
+        let ResultsFile::Replay(read) = read_results(&one).unwrap() else { panic!("not read as a replay") };
+        assert_eq!(read, vec![r.clone()]);
+        let many = dir.path().join("replays.json");
+        std::fs::write(&many, serde_json::to_string(&vec![r.clone(), r]).unwrap()).unwrap();
+        let file = read_results(&many).unwrap();
+        assert!(file.markdown().contains("### Investigation 4 replayed — SmolLM2"), "{}", file.markdown());
+    }
 
     /// The committed page is exactly what the generator writes from the
     /// committed results, so neither can change without the other.
