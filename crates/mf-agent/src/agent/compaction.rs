@@ -57,6 +57,7 @@ fn target_note(report: &CompactionReport, threshold: u32, room: u32, after: u32)
 
 impl Agent {
     /// One compaction: plan + apply through mf-forgetting, events out.
+    #[tracing::instrument(name = "compaction", skip_all, fields(round, strategy = self.settings.strategy.as_str(), prompt_tokens = g.prompt_tokens, messages = history.len()))]
     pub(super) async fn compact(&mut self, history: &[Message], g: Gauge, round: u32, sink: &mut dyn EventSink) -> Result<Compacted, AgentError> {
         let t0 = std::time::Instant::now();
         // The cache as it is (the last round's prompt and reply): decoding the

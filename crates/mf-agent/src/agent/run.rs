@@ -108,6 +108,7 @@ impl Agent {
         self.run_from(history, true, sink).await
     }
 
+    #[tracing::instrument(name = "investigation", skip_all, fields(strategy = self.settings.strategy.as_str(), resumed, messages = history.len()))]
     async fn run_from(&mut self, history: Vec<Message>, resumed: bool, sink: &mut dyn EventSink) -> Result<Outcome, AgentError> {
         let question = mf_forgetting::message::question_index(&history).map(|i| history[i].content.clone()).unwrap_or_default();
         // What the user wrote is theirs to send: the URLs, paths and values it
@@ -178,6 +179,7 @@ impl Agent {
     }
 
     /// One round: measure (and compact), generate, then answer or dispatch.
+    #[tracing::instrument(name = "round", skip_all, fields(round = p.rounds + 1, messages = p.history.len()))]
     async fn round(&mut self, p: &mut Progress, sink: &mut dyn EventSink) -> Result<Round, AgentError> {
         if self.cancel.is_cancelled() {
             return Ok(Round::Exit(ExitReason::Cancelled));

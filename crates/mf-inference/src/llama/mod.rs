@@ -271,6 +271,7 @@ impl LlamaSession {
     /// # Errors
     /// A load error ([`InferenceError::is_load_error`]) when the file is missing,
     /// empty, not GGUF or corrupt, or the context is too large; never a panic.
+    #[tracing::instrument(name = "model_load", skip_all, fields(model = %config.model_path.display(), n_ctx = config.n_ctx))]
     pub fn load(config: LlamaConfig) -> Result<Self> {
         worker::check_gguf(&config.model_path)?;
         let backend = backend()?;
