@@ -104,21 +104,37 @@ pub struct AppState {
     pub approval_timeout: Duration,
     /// Where `download_recommended_model` downloads from.
     pub download: Option<models::DownloadSource>,
+    /// Why the settings file could not be used at start (the defaults are in
+    /// use until Settings are saved): shown in the window, never a panic.
+    pub settings_problem: Option<String>,
 }
 
 impl AppState {
     /// The state over `paths`, with the saved settings (or the defaults
-    /// with the default model, when there is no settings file yet).
+    /// with the default model, when there is no settings file yet). A
+    /// settings file that cannot be read or is not valid settings does not
+    /// stop the app: the defaults are used, a copy of the file is kept
+    /// beside it (`settings.json.unreadable`), and
+    /// [`AppState::settings_problem`] says so in the window.
     ///
     /// # Errors
-    /// `settings_file` when a settings file exists but cannot be read;
     /// `invalid_environment` for a malformed `MF_MODEL_DOWNLOAD_*` override.
     pub fn new(paths: Paths) -> CmdResult<Self> {
-        let settings = match settings::load(&paths.settings)? {
-            Some(s) => s,
-            None => {
-                let model = models::default_model(&paths.models).map_or_else(|| paths.models.join(models::RECOMMENDED_FILE), |(p, _)| p);
-                settings::defaults(&model)
+        let defaults = || {
+            let model = models::default_model(&paths.models).map_or_else(|| paths.models.join(models::RECOMMENDED_FILE), |(p, _)| p);
+            settings::defaults(&model)
+        };
+        let (settings, settings_problem) = match settings::load(&paths.settings) {
+            Ok(Some(s)) => (s, None),
+            Ok(None) => (defaults(), None),
+            Err(e) => {
+                let copy = paths.settings.with_extension("json.unreadable");
+                let kept = match std::fs::copy(&paths.settings, &copy) {
+                    Ok(_) => format!("a copy of it is kept as {}", copy.display()),
+                    Err(c) => format!("it could not be copied aside ({c}), so it is left as it is until you save"),
+                };
+                tracing::warn!("{}", e.message);
+                (defaults(), Some(format!("{} The defaults are in use; {kept}. Saving the settings writes a new file.", e.message)))
             }
         };
         let sessions = Arc::new(Sessions::at_db(&paths.db));
@@ -135,6 +151,7 @@ impl AppState {
                 Some(over) => Some(over),
                 None => models::DownloadSource::recommended(),
             },
+            settings_problem,
         })
     }
 
@@ -475,6 +492,36 @@ mod tests {
         assert_eq!(open["deny"], serde_json::json!([]));
         let plugins: BTreeSet<&str> = acl.as_object().unwrap().keys().map(String::as_str).filter(|k| !k.starts_with("__")).collect();
         assert!(!plugins.contains("fs") && !plugins.contains("shell"), "no fs or shell plugin is registered: {plugins:?}");
+    }
+
+    /// A settings file that is not valid settings (a hand edit gone wrong, a
+    /// file cut short) does not stop the app: the defaults are used, the file
+    /// is copied aside untouched, and the window is told, with the path.
+    #[test]
+    fn an_unreadable_settings_file_is_kept_and_named_and_the_defaults_run() {
+        let d = tempfile::tempdir().unwrap();
+        let file = d.path().join("cfg/settings.json");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        let broken = r#"{"context": "four thousand", "ratio": 0.7"#;
+        std::fs::write(&file, broken).unwrap();
+        let paths = Paths {
+            settings: file.clone(),
+            db: d.path().join("data/sessions.db"),
+            models: d.path().join("models"),
+            scenarios: root().join("scenarios/compaction"),
+            worlds: root().join("scenarios/agentic"),
+            exports: d.path().join("exports"),
+        };
+        let state = AppState::new(paths).unwrap();
+        let problem = state.settings_problem.clone().unwrap();
+        assert!(problem.contains(&file.display().to_string()) && problem.contains("defaults are in use"), "{problem}");
+        assert_eq!(state.settings().unwrap().context, mf_agent::RunSettings::default().context);
+        assert_eq!(std::fs::read_to_string(file.with_extension("json.unreadable")).unwrap(), broken);
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), broken, "nothing is written before the user saves");
+        let app = tauri::test::mock_builder().invoke_handler(handler()).build(tauri::generate_context!()).unwrap();
+        app.manage(state);
+        let info = invoke(&app, "app_info", serde_json::json!({})).unwrap();
+        assert!(info["notice"].as_str().unwrap().starts_with(&problem), "{info}");
     }
 
     /// With the real context (the generated ACL from the capability), the

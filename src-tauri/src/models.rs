@@ -116,6 +116,10 @@ pub async fn app_info(state: State<'_, AppState>) -> CmdResult<AppInfo> {
     } else if Path::new(&s.model_path).file_name().and_then(|n| n.to_str()) == Some(TEST_MODEL_FILE) {
         notice = default_model(&state.paths.models).and_then(|(_, n)| n);
     }
+    // A settings file that could not be used comes first: the user's own file is at stake.
+    if let Some(p) = &state.settings_problem {
+        notice = Some(notice.map_or_else(|| p.clone(), |n| format!("{p} {n}")));
+    }
     Ok(AppInfo {
         version: env!("CARGO_PKG_VERSION").into(),
         model_path: s.model_path,
