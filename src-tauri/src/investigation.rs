@@ -168,6 +168,11 @@ pub fn approve_tool_call(state: State<'_, AppState>, id: i64, call_id: String, a
 /// Stored investigations, newest first.
 #[tauri::command]
 pub fn list_investigations(state: State<'_, AppState>) -> CmdResult<Vec<InvestigationRow>> {
+    // A run whose process has died since the app started (another window, `mf`,
+    // a crash) is marked interrupted, so History offers to resume it.
+    if let Err(e) = state.sessions.recover_dead() {
+        tracing::warn!("recovering interrupted investigations: {e}");
+    }
     Ok(state.store()?.list()?)
 }
 

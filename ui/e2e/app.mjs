@@ -300,12 +300,22 @@ try {
   check(!(await stop.isEnabled()), 'the resumed run stopped');
 
   // ---------------------------------------------------------- compare strategies
-  // History → Compare strategies on the stopped investigation: the shell
-  // replays it under v1 (the others unchecked, to keep it short) and scores
-  // what the run did next; the table and the chart come on screen.
+  // History → Compare strategies on an investigation that went on after it
+  // crossed its trigger: `mf investigate` makes one in the app's store
+  // (Gemma 3 with the tool grammar, C 1024, ratio 0.6, a round cap; greedy,
+  // so the same every run).
+  // The shell replays it under v1 (the others unchecked, to keep it short)
+  // and scores what the run did next; the table and the chart come on screen.
   console.log(`compare strategies (${secs()} s)`);
+  const COMPARE_QUESTION = `To compare: call the http tool with url http://127.0.0.1:${PORT}/api/index.json, then with http://127.0.0.1:${PORT}/api/disks.json, then with http://127.0.0.1:${PORT}/api/hosts/web-03.json, then with http://127.0.0.1:${PORT}/api/teams/storage.json, then say who leads the team that owns web-03.`;
+  execFileSync(
+    join(dirname(bin), 'mf'),
+    ['investigate', '--model', join(repo, 'models/gemma-3-270m-q4_k_m.gguf'), '--ctx', '1024', '--reserve', '128', '--ratio', '0.6', '--strategy', 'v1', '--safety-cap', '6', '--approve', 'auto', '--tool-grammar', '--allow-host', `127.0.0.1:${PORT}`, '--system', SYSTEM, '--json', COMPARE_QUESTION],
+    { env: { ...process.env, MF_HOME: home }, stdio: ['ignore', 'ignore', 'inherit'], timeout: 300000 },
+  );
+  await tab('Investigation');
   await tab('History');
-  await (await b.$('[data-testid="history-row"]')).waitForExist({ timeout: 10000 });
+  await b.waitUntil(async () => (await text('[data-testid="history-row"]')).includes('To compare'), { timeout: 10000, interval: 300 });
   await (await (await b.$('[data-testid="history-row"]')).$('button=Compare strategies')).click();
   const replay = await b.$('[data-testid="replay"]');
   await replay.waitForExist({ timeout: 10000 });
@@ -323,7 +333,7 @@ try {
   const conditions = [];
   for (const r of replayRows) conditions.push((await (await r.$('td')).getText()).split(/\s+/)[0]);
   check(conditions.join(',') === 'full,baseline,v1', `the table lists the ceiling, the floor and v1 (${conditions.join(', ')})`);
-  check((await text('[data-testid="replay-summary"]')).includes('ran live with'), `the summary names the live strategy: ${await text('[data-testid="replay-summary"]')}`);
+  check((await text('[data-testid="replay-summary"]')).includes('ran live with v1'), `the summary names the live strategy: ${await text('[data-testid="replay-summary"]')}`);
   await (await b.$('[data-testid="replay-table"]')).scrollIntoView();
   await shot('06b-compare-strategies');
 
@@ -462,6 +472,18 @@ try {
   const tab2 = reopened.tab;
   await tab2('History');
   await (await b2.$('[data-testid="history-row"]')).waitForExist({ timeout: 10000 });
+  // The closed app's process may take a moment to exit: History marks its run
+  // interrupted once it is gone (Refresh asks again).
+  await b2
+    .waitUntil(
+      async () => {
+        if ((await (await b2.$('[data-testid="history-row"]')).getText()).includes('interrupted')) return true;
+        await (await b2.$('button=Refresh')).click();
+        return false;
+      },
+      { timeout: 30000, interval: 1000 },
+    )
+    .catch(() => {});
   const top = await b2.$('[data-testid="history-row"]');
   check((await top.getText()).includes('interrupted'), `the closed run is listed as interrupted: ${await top.getText()}`);
   await (await top.$('button=Resume')).click();
@@ -642,7 +664,9 @@ try {
   api.close();
   files.close();
   removeDownload();
-  rmSync(scratch, { recursive: true, force: true });
+  // MF_E2E_KEEP=1 keeps the app's config and session store for inspection.
+  if (process.env.MF_E2E_KEEP) console.log(`scratch kept: ${scratch}`);
+  else rmSync(scratch, { recursive: true, force: true });
 }
 console.log(`${failures === 0 ? 'all checks passed' : `${failures} check(s) failed`} in ${secs()} s`);
 process.exit(failures === 0 ? 0 : 1);

@@ -287,6 +287,7 @@ export function replayResult(): ReplayResult {
     ratio: 0.75,
     recent: 2,
     threshold: 1392,
+    outside: 140,
     score_ctx: 8192,
     points: [
       { at: 9, tokens: 1450, floor_messages: 4, targets: [9, 11, 30], compactions: [comp('masking', 1100), comp('v1', 700), comp('v2', 820)], retention: { full: iv(1, 1, 1, 3), baseline: iv(0, 0, 0, 3), masking: iv(0.4, 0.1, 0.7, 3), v1: iv(0.5, 0.2, 0.8, 3), v2: iv(0.7, 0.4, 0.9, 3) } },

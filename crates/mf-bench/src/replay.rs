@@ -22,9 +22,12 @@
 //! ([`crate::likelihood::summarise`]).
 //!
 //! Prompts are rendered without the tool schemas, as the suite renders its
-//! scenarios: every context is scored the same way, so the comparison holds,
-//! and the counts that choose the points can sit a little below the live
-//! loop's.
+//! scenarios: every context is scored the same way, so the comparison holds.
+//! The counts that choose the points add what the live loop's prompt held
+//! beyond the messages (the tool schemas, measured on the investigation's
+//! first gauge), and the strategies plan with the budget the live loop's
+//! plans saw: a history the live loop compacted is a point here too, and is
+//! compacted to the same target.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -59,6 +62,15 @@ pub struct ReplayConfig {
     /// Compaction points at most: the first crossing, the last reply, and
     /// evenly between them.
     pub points: usize,
+    /// Tokens the live loop's prompt held beyond the conversation as counted
+    /// here (the tool schemas, the template's glue; [`outside_tokens`]):
+    /// added to every count that chooses a point. 0 counts the messages alone.
+    pub outside: usize,
+    /// Tokens the live loop took off the budget its plans saw: its prompt
+    /// less the messages' own counts (each message rendered alone, as the
+    /// plan counts them), from its first gauge; the strategies here plan
+    /// with the same budget ([`Budget::less_outside`]).
+    pub plan_outside: usize,
 }
 
 impl ReplayConfig {
@@ -74,6 +86,8 @@ impl ReplayConfig {
             probe_max_tokens: mf_agent::model::PROBE_MAX_TOKENS,
             targets: 3,
             points: 3,
+            outside: 0,
+            plan_outside: 0,
         }
     }
 }
@@ -84,7 +98,7 @@ impl ReplayConfig {
 pub struct PointCompaction {
     /// The strategy.
     pub strategy: String,
-    /// Prompt tokens after it (before: the point's `tokens`).
+    /// Prompt tokens after it, counted as the point's `tokens` are (the live prompt's tool schemas included).
     pub tokens_after: usize,
     /// Messages after it.
     pub messages_after: usize,
@@ -157,8 +171,12 @@ pub struct ReplayResult {
     pub ratio: f64,
     /// See `context`.
     pub recent: usize,
-    /// The trigger in prompt tokens (as counted here, without tool schemas).
+    /// The trigger in prompt tokens.
     pub threshold: usize,
+    /// Tokens added to every count that chose a point (the live prompt's
+    /// tool schemas and template glue, [`ReplayConfig::outside`]).
+    #[serde(default)]
+    pub outside: usize,
     /// The scoring session's window.
     pub score_ctx: u32,
     /// The compaction points.
@@ -189,16 +207,25 @@ pub fn target_text(m: &Message) -> String {
         .join("\n")
 }
 
+/// Whether `m` is something the model wrote that can be scored: a reply of
+/// the model with text or a call (an empty reply holds no token to score).
+fn is_target(m: &Message) -> bool {
+    m.role == Role::Assistant && !target_text(m).trim().is_empty()
+}
+
 /// The compaction points of `transcript` (indices of replies of the model
-/// whose preceding history is over `threshold`): the first, the last, and
-/// evenly between, at most `max`. `tokens(i)` counts the history before `i`.
+/// whose preceding history is over `threshold` and longer than
+/// [`mf_forgetting::budget::MIN_MESSAGES_TO_COMPACT`] messages, where the
+/// live loop compacts): the first, the last, and evenly between, at most
+/// `max`. `tokens(i)` counts the history before `i`.
 ///
 /// # Errors
 /// What `tokens` returns.
 pub fn points(transcript: &[Message], threshold: usize, max: usize, tokens: &mut dyn FnMut(usize) -> Result<usize>) -> Result<Vec<(usize, usize)>> {
-    let replies: Vec<usize> = (1..transcript.len()).filter(|&i| transcript[i].role == Role::Assistant).collect();
+    let replies: Vec<usize> = (1..transcript.len()).filter(|&i| is_target(&transcript[i])).collect();
     let mut over = Vec::new();
-    for &i in &replies {
+    // As the live loop: over the threshold, and more than a handful of messages.
+    for &i in replies.iter().filter(|&&i| i > mf_forgetting::budget::MIN_MESSAGES_TO_COMPACT) {
         let t = tokens(i)?;
         if t > threshold {
             over.push((i, t));
@@ -233,16 +260,22 @@ pub fn replay(model: &Model, scorer: &Model, transcript: &[Message], cfg: &Repla
     scorer.score(vec![ChatMessage::user("Reply with yes.")], vec!["yes".to_owned()])?;
     let threshold = cfg.budget.threshold();
     let chat = |ms: &[Message]| -> Vec<ChatMessage> { ms.iter().map(to_chat).collect() };
-    let pts = points(transcript, threshold, cfg.points, &mut |i| model.count_conversation(&chat(&transcript[..i])))?;
+    let pts = points(transcript, threshold, cfg.points, &mut |i| Ok(model.count_conversation(&chat(&transcript[..i]))? + cfg.outside))?;
+    let plan_budget = cfg.budget.less_outside(cfg.plan_outside);
     if pts.is_empty() {
-        return Err(BenchError::InvalidSetting {
-            name: "replay",
-            reason: format!("the history never went over the trigger ({threshold} tokens): nothing would have been compacted"),
-        });
+        let whole = model.count_conversation(&chat(transcript))? + cfg.outside;
+        let reason = if whole > threshold {
+            format!(
+                "the history went over the trigger ({threshold} tokens) only after the model's last reply: there is nothing it did after a compaction point to score"
+            )
+        } else {
+            format!("the history never went over the trigger ({threshold} tokens; it reached {whole}): nothing would have been compacted")
+        };
+        return Err(BenchError::InvalidSetting { name: "replay", reason });
     }
     // The floor is `baseline`: the strategy of that name is not replayed beside it.
     let strategies: Vec<StrategyKind> = cfg.strategies.iter().copied().filter(|s| *s != StrategyKind::Baseline && *s != StrategyKind::None).collect();
-    let answer_at = transcript.len().checked_sub(1).filter(|&i| transcript[i].role == Role::Assistant && transcript[i].tool_calls.is_empty());
+    let answer_at = transcript.len().checked_sub(1).filter(|&i| is_target(&transcript[i]) && transcript[i].tool_calls.is_empty());
     let total = pts.len() * (strategies.len() + 1);
     let mut done = 0;
     let mut points_out = Vec::new();
@@ -250,7 +283,7 @@ pub fn replay(model: &Model, scorer: &Model, transcript: &[Message], cfg: &Repla
     let mut unscored = Vec::new();
     for (pi, &(at, tokens)) in pts.iter().enumerate() {
         let history = &transcript[..at];
-        let mut targets: Vec<usize> = (at..transcript.len()).filter(|&j| transcript[j].role == Role::Assistant).take(cfg.targets).collect();
+        let mut targets: Vec<usize> = (at..transcript.len()).filter(|&j| is_target(&transcript[j])).take(cfg.targets).collect();
         if let Some(a) = answer_at
             && !targets.contains(&a)
         {
@@ -262,12 +295,12 @@ pub fn replay(model: &Model, scorer: &Model, transcript: &[Message], cfg: &Repla
         for &s in &strategies {
             let name = Condition::of(s).as_str().to_owned();
             let t = Instant::now();
-            match compact(model, Condition::of(s), history, &cfg.budget, &cfg.plan, cfg.probe_max_tokens, cfg.delta) {
+            match compact(model, Condition::of(s), history, &plan_budget, &cfg.plan, cfg.probe_max_tokens, cfg.delta) {
                 Ok(c) => {
                     let grew = c.tokens_after >= c.tokens_before || c.report.as_ref().is_some_and(|r| r.kept_original.is_some() || r.declined.is_some());
                     compactions.push(PointCompaction {
                         strategy: name.clone(),
-                        tokens_after: c.tokens_after,
+                        tokens_after: c.tokens_after + cfg.outside,
                         messages_after: c.messages.len(),
                         compaction_ms: c.compaction_ms,
                         error: None,
@@ -348,6 +381,7 @@ pub fn replay(model: &Model, scorer: &Model, transcript: &[Message], cfg: &Repla
         ratio: cfg.budget.ratio,
         recent: cfg.budget.recent,
         threshold,
+        outside: cfg.outside,
         score_ctx: scorer.info().context_size,
         points: points_out,
         scores,
@@ -414,6 +448,10 @@ pub async fn replay_session(
     let store = sessions.store().map_err(failed("the session store".to_owned()))?;
     let row = store.get(id).map_err(failed(format!("investigation {id}")))?;
     let transcript = store.transcript(id).map_err(failed(format!("investigation {id}'s transcript")))?;
+    let first_gauge = store.events(id).map_err(failed(format!("investigation {id}'s events")))?.into_iter().find_map(|e| match e {
+        mf_agent::AgentEvent::Gauge { gauge, .. } => Some(gauge),
+        _ => None,
+    });
     let label = spec.engine.model_label();
     let backend = spec.engine.load(spec.context, api_key.clone()).await.map_err(failed(format!("loading {label}")))?;
     let scorer = spec.engine.load(req.score_ctx.max(spec.context), api_key).await.map_err(failed(format!("loading {label} for scoring")))?;
@@ -429,11 +467,32 @@ pub async fn replay_session(
     let result = tokio::task::spawn_blocking(move || -> Result<ReplayResult> {
         let model = Model::new(backend)?;
         let scorer = Model::new(scorer)?;
+        let (outside, plan_outside) = match first_gauge {
+            Some(g) => {
+                let counted = g.pinned as usize + g.compressible as usize + g.recent as usize;
+                (outside_tokens(&model, &transcript, &g)?, (g.prompt_tokens as usize).saturating_sub(counted))
+            }
+            None => (0, 0),
+        };
+        let cfg = ReplayConfig { outside, plan_outside, ..cfg };
         replay(&model, &scorer, &transcript, &cfg, &mut progress)
     })
     .await
     .map_err(|_| BenchError::WorkerPanicked)??;
     Ok(ReplayResult { session: id, live_strategy: spec.agent.strategy.as_str().to_owned(), question: row.question, ..result })
+}
+
+/// The tokens the live loop's prompt held beyond the messages as `model`
+/// counts them here: its measured prompt at `gauge` (tool schemas included)
+/// less the count of the same messages (the transcript's first
+/// `gauge.messages`, nothing compacted yet at the first gauge).
+///
+/// # Errors
+/// The model's count.
+pub fn outside_tokens(model: &Model, transcript: &[Message], gauge: &mf_agent::events::Gauge) -> Result<usize> {
+    let n = (gauge.messages as usize).min(transcript.len());
+    let chat: Vec<ChatMessage> = transcript[..n].iter().map(to_chat).collect();
+    Ok((gauge.prompt_tokens as usize).saturating_sub(model.count_conversation(&chat)?))
 }
 
 /// The replay as Markdown: the points and their compactions, then R.
@@ -444,7 +503,7 @@ pub fn markdown(r: &ReplayResult) -> String {
     let _ = writeln!(out, "### Investigation {} replayed — {}\n", r.session, r.model);
     let _ = writeln!(
         out,
-        "\"{}\" ({} messages, live strategy {}); C = {}, G = {}, ratio {}, recent {}: trigger {} tokens (counted without tool schemas); scored on a {}-token window; {:.0} s.\n",
+        "\"{}\" ({} messages, live strategy {}); C = {}, G = {}, ratio {}, recent {}: trigger {} tokens (counted as the live loop counted them: {} tokens of tool schemas and template added); scored on a {}-token window; {:.0} s.\n",
         r.question.replace('|', "\\|"),
         r.transcript_messages,
         if r.live_strategy.is_empty() { "–" } else { &r.live_strategy },
@@ -453,6 +512,7 @@ pub fn markdown(r: &ReplayResult) -> String {
         r.ratio,
         r.recent,
         r.threshold,
+        r.outside,
         r.score_ctx,
         r.wall_s
     );
@@ -521,5 +581,16 @@ mod tests {
         let t = transcript(1);
         assert_eq!(target_text(&t[2]), r#"{"name": "http", "arguments": {"url":"/p0"}}"#);
         assert_eq!(target_text(&t[4]), "The answer.");
+    }
+
+    #[test]
+    fn an_empty_reply_is_neither_a_point_nor_a_target() {
+        let mut t = transcript(8);
+        // The model's last reply said nothing: there is no token of it to score.
+        t.last_mut().unwrap().content = "  ".into();
+        assert!(!is_target(t.last().unwrap()));
+        let mut count = |i: usize| -> Result<usize> { Ok(i * 10) };
+        let at: Vec<usize> = points(&t, 45, 10, &mut count).unwrap().iter().map(|x| x.0).collect();
+        assert_eq!(at, [6, 8, 10, 12, 14, 16], "the empty reply at 18 is no point");
     }
 }

@@ -605,6 +605,7 @@ mod tests {
             ratio: 0.75,
             recent: 2,
             threshold: 1392,
+            outside: 140,
             score_ctx: 8192,
             points: vec![],
             scores: vec![],

@@ -70,6 +70,20 @@ impl Budget {
     pub fn should_compact(&self, prompt_tokens: usize, messages: usize) -> bool {
         prompt_tokens > self.threshold() && messages > MIN_MESSAGES_TO_COMPACT
     }
+
+    /// The budget a plan over the messages alone sees when the prompt also
+    /// holds `outside` tokens that no message carries (the tool schemas, the
+    /// template's glue): they come off the context, scaled by the ratio, so
+    /// the plan's threshold is the prompt's threshold less them (never below
+    /// a context one token over the reserve).
+    #[must_use]
+    pub fn less_outside(self, outside: usize) -> Budget {
+        if outside == 0 || self.ratio <= 0.0 {
+            return self;
+        }
+        let cut = (outside as f64 / self.ratio).ceil() as usize;
+        Budget { context: self.context.saturating_sub(cut).max(self.reserve + 1), ..self }
+    }
 }
 
 #[cfg(test)]
@@ -84,6 +98,18 @@ mod tests {
         assert!(b.should_compact(4609, 5));
         assert!(!b.should_compact(4608, 5));
         assert!(!b.should_compact(9000, 4));
+    }
+
+    #[test]
+    fn tokens_outside_the_messages_come_off_the_threshold() {
+        let b = Budget { context: 2048, reserve: 192, ratio: 0.75, recent: 2 };
+        assert_eq!(b.threshold(), 1392);
+        // 150 tokens of tool schemas: the plan's threshold is 150 lower (to the token, rounded in its favour).
+        let p = b.less_outside(150);
+        assert_eq!(p.context, 2048 - 200);
+        assert_eq!(p.threshold(), 1242);
+        assert_eq!(b.less_outside(0), b);
+        assert_eq!(b.less_outside(1_000_000).context, 193, "never at or below the reserve");
     }
 
     #[test]

@@ -27,12 +27,7 @@ pub(super) enum Compacted {
 /// too (it found 1,202 < 1,392 where the prompt was 1,500, and masked nothing).
 fn plan_budget(b: Budget, g: &Gauge) -> Budget {
     let counted = u64::from(g.pinned) + u64::from(g.compressible) + u64::from(g.recent);
-    let outside = u64::from(g.prompt_tokens).saturating_sub(counted) as f64;
-    if outside <= 0.0 || b.ratio <= 0.0 {
-        return b;
-    }
-    let cut = (outside / b.ratio).ceil() as usize;
-    Budget { context: b.context.saturating_sub(cut).max(b.reserve + 1), ..b }
+    b.less_outside(u64::from(g.prompt_tokens).saturating_sub(counted) as usize)
 }
 
 /// The compaction's target in prompt tokens, as the loop counts them: the

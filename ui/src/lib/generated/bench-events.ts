@@ -947,9 +947,14 @@ ratio: number,
  */
 recent: number, 
 /**
- * The trigger in prompt tokens (as counted here, without tool schemas).
+ * The trigger in prompt tokens.
  */
 threshold: number, 
+/**
+ * Tokens added to every count that chose a point (the live prompt's
+ * tool schemas and template glue, [`ReplayConfig::outside`]).
+ */
+outside: number, 
 /**
  * The scoring session's window.
  */
