@@ -120,22 +120,9 @@ pub fn start(state: &AppState, send: impl Fn(CalibrationEvent) + Send + 'static)
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
-    use crate::Paths;
     use mf_agent::EngineKind;
 
-    fn state(dir: &Path) -> AppState {
-        let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-        std::fs::create_dir_all(dir.join("models")).unwrap();
-        AppState::new(Paths {
-            settings: dir.join("config/settings.json"),
-            db: dir.join("data/sessions.db"),
-            models: dir.join("models"),
-            scenarios: repo.join("scenarios/compaction"),
-            worlds: repo.join("scenarios/agentic"),
-            exports: dir.join("data/exports"),
-        })
-        .unwrap()
-    }
+    use crate::testing::state;
 
     #[test]
     fn the_stored_calibration_is_the_settings_models_and_a_run_needs_its_file() {

@@ -786,6 +786,31 @@ mod tests {
     }
 }
 
+/// What the commands' tests share.
+#[cfg(test)]
+pub(crate) mod testing {
+    #![allow(clippy::unwrap_used)]
+    use std::path::Path;
+
+    use crate::{AppState, Paths};
+
+    /// An app over `dir`: no settings file (the defaults), an empty models
+    /// folder, the sessions in `dir/data`, the repository's scenarios and worlds.
+    pub(crate) fn state(dir: &Path) -> AppState {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+        std::fs::create_dir_all(dir.join("models")).unwrap();
+        AppState::new(Paths {
+            settings: dir.join("config/settings.json"),
+            db: dir.join("data/sessions.db"),
+            models: dir.join("models"),
+            scenarios: repo.join("scenarios/compaction"),
+            worlds: repo.join("scenarios/agentic"),
+            exports: dir.join("data/exports"),
+        })
+        .unwrap()
+    }
+}
+
 /// The shell's wire types as TypeScript (ui/src/lib/generated/app.ts): what
 /// the commands return and their channels send, generated from the Rust
 /// types so the window's copy cannot drift. The types the crates generate

@@ -92,23 +92,9 @@ pub fn start(state: &AppState, id: i64, strategies: &[String], send: impl Fn(Rep
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
-    use crate::Paths;
-    use std::path::Path;
     use std::sync::Mutex;
 
-    fn state(dir: &Path) -> AppState {
-        let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-        std::fs::create_dir_all(dir.join("models")).unwrap();
-        AppState::new(Paths {
-            settings: dir.join("config/settings.json"),
-            db: dir.join("data/sessions.db"),
-            models: dir.join("models"),
-            scenarios: repo.join("scenarios/compaction"),
-            worlds: repo.join("scenarios/agentic"),
-            exports: dir.join("data/exports"),
-        })
-        .unwrap()
-    }
+    use crate::testing::state;
 
     #[test]
     fn strategies_are_checked_before_anything_runs() {
