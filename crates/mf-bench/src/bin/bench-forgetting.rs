@@ -384,7 +384,8 @@ fn run_agentic(a: AgenticArgs) -> Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let t0 = std::time::Instant::now();
     let info = mf_inference::Backend::model_info(session.as_ref());
-    let threshold = (a.ratio * f64::from(a.n_ctx.saturating_sub(a.reserve))).floor() as u32;
+    let threshold =
+        u32::try_from(Budget { context: a.n_ctx as usize, reserve: a.reserve as usize, ratio: a.ratio, ..Budget::default() }.threshold()).unwrap_or(u32::MAX);
     let settings = agentic::AgenticSettings {
         backend: info.backend.clone(),
         driver: driver.as_str().to_owned(),
