@@ -722,6 +722,7 @@ mod tests {
     fn a_cancelled_benchmark_reports_cancelled_and_no_result() {
         let models_dir = root().join("models");
         if !models_dir.join(models::TEST_MODEL_FILE).is_file() {
+            assert!(std::env::var("MF_REQUIRE_MODELS").as_deref() != Ok("1"), "models/{} is missing and MF_REQUIRE_MODELS=1", models::TEST_MODEL_FILE);
             eprintln!("skipped: models/{} is missing (scripts/setup.sh fetches it)", models::TEST_MODEL_FILE);
             return;
         }

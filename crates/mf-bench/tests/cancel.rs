@@ -18,6 +18,8 @@ use mf_inference::{ChatMessage, LlamaConfig, LlamaSession, Sampling};
 fn model() -> Option<Model> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../models/SmolLM2-135M-Instruct.Q4_1.gguf");
     if !path.exists() {
+        // The test command sets MF_REQUIRE_MODELS=1: there a missing model fails the test by name.
+        assert!(std::env::var("MF_REQUIRE_MODELS").as_deref() != Ok("1"), "{} is missing and MF_REQUIRE_MODELS=1", path.display());
         eprintln!("skipped: {} is missing (run `make models`)", path.display());
         return None;
     }

@@ -22,6 +22,8 @@ fn root() -> PathBuf {
 fn smoke_three_scenarios_smollm2_both_scorers() {
     let path = root().join("models/SmolLM2-135M-Instruct.Q4_1.gguf");
     if !path.exists() {
+        // The test command sets MF_REQUIRE_MODELS=1: there a missing model fails the test by name.
+        assert!(std::env::var("MF_REQUIRE_MODELS").as_deref() != Ok("1"), "{} is missing and MF_REQUIRE_MODELS=1", path.display());
         eprintln!("skipped: {} is missing (run `make models`)", path.display());
         return;
     }
@@ -119,6 +121,8 @@ fn smoke_three_scenarios_smollm2_both_scorers() {
 fn agentic_tiny_run_smollm2_two_strategies() {
     let path = root().join("models/SmolLM2-135M-Instruct.Q4_1.gguf");
     if !path.exists() {
+        // The test command sets MF_REQUIRE_MODELS=1: there a missing model fails the test by name.
+        assert!(std::env::var("MF_REQUIRE_MODELS").as_deref() != Ok("1"), "{} is missing and MF_REQUIRE_MODELS=1", path.display());
         eprintln!("skipped: {} is missing (run `make models`)", path.display());
         return;
     }

@@ -20,6 +20,8 @@ fn model() -> Option<PathBuf> {
     if p.is_file() {
         Some(p)
     } else {
+        // The test command sets MF_REQUIRE_MODELS=1: there a missing model fails the test by name.
+        assert!(std::env::var("MF_REQUIRE_MODELS").as_deref() != Ok("1"), "{} is missing and MF_REQUIRE_MODELS=1", p.display());
         eprintln!("skipped: {} is missing (run scripts/setup.sh)", p.display());
         None
     }

@@ -446,6 +446,7 @@ pub(super) mod tests {
         if path.exists() {
             Some(path)
         } else {
+            assert!(std::env::var("MF_REQUIRE_MODELS").as_deref() != Ok("1"), "{} is missing and MF_REQUIRE_MODELS=1", path.display());
             eprintln!("skipped: {} missing (run scripts/setup.sh)", path.display());
             None
         }
