@@ -85,7 +85,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // Warnings by default (as docs/settings.md says); `MF_LOG=mf=info` adds a
     // line with its time for each investigation, round, compaction and model load.
-    let filter = tracing_subscriber::EnvFilter::try_from_env("MF_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,llama_cpp_2=off"));
+    let filter = tracing_subscriber::EnvFilter::try_from_env("MF_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,llama-cpp-2=off"));
     tracing_subscriber::fmt().with_env_filter(filter).with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE).with_writer(std::io::stderr).init();
     match cli.command {
         Command::Plan(args) => match plan::run(&args) {
