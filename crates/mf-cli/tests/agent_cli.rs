@@ -263,3 +263,17 @@ fn human_output_carries_no_terminal_controls() {
     let text = clean("sessions show", &mf(&["sessions", "show", &id.to_string()], home.path()));
     assert!(text.contains("← ok") && text.contains("SAFE"), "{text}");
 }
+
+#[test]
+fn replay_of_a_missing_investigation_or_strategy_says_which() {
+    let home = tempfile::tempdir().unwrap();
+    let db = home.path().join("runs.db");
+    let db = db.to_str().unwrap();
+    let out = mf(&["replay", "42", "--db", db], home.path());
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("investigation 42") && err.contains("runs.db"), "{err}");
+    let out = mf(&["replay", "42", "--db", db, "--strategies", "v9"], home.path());
+    assert_eq!(out.status.code(), Some(2), "an unknown strategy is a usage error: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("v9"));
+}
