@@ -839,7 +839,7 @@ export type PointCompaction = {
  */
 strategy: string, 
 /**
- * Prompt tokens after it (before: the point's `tokens`).
+ * Prompt tokens after it, counted as the point's `tokens` are (the live prompt's tool schemas included).
  */
 tokens_after: number, 
 /**
