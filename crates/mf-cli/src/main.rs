@@ -84,9 +84,15 @@ pub struct UsageError(pub String);
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // Warnings by default (as docs/settings.md says); `MF_LOG=mf=info` adds a
-    // line with its time for each investigation, round, compaction and model load.
+    // line with its time for each investigation, round, compaction and model
+    // load. Colours only on a terminal: piped or saved output holds the text alone.
     let filter = tracing_subscriber::EnvFilter::try_from_env("MF_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,llama-cpp-2=off"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr)
+        .init();
     match cli.command {
         Command::Plan(args) => match plan::run(&args) {
             Ok(()) => ExitCode::SUCCESS,

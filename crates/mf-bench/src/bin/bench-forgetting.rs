@@ -290,7 +290,12 @@ impl ModelEntry {
 fn main() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,llama-cpp-2=off,mf_tools::registry=error"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr)
+        .init();
     let cli = Cli::parse();
     let code = match run(cli) {
         Ok(()) => 0,
