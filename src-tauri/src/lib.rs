@@ -505,19 +505,12 @@ mod tests {
     #[test]
     fn an_unreadable_settings_file_is_kept_and_named_and_the_defaults_run() {
         let d = tempfile::tempdir().unwrap();
-        let file = d.path().join("cfg/settings.json");
+        let file = d.path().join("config/settings.json");
         std::fs::create_dir_all(file.parent().unwrap()).unwrap();
         let broken = r#"{"context": "four thousand", "ratio": 0.7"#;
         std::fs::write(&file, broken).unwrap();
-        let paths = Paths {
-            settings: file.clone(),
-            db: d.path().join("data/sessions.db"),
-            models: d.path().join("models"),
-            scenarios: root().join("scenarios/compaction"),
-            worlds: root().join("scenarios/agentic"),
-            exports: d.path().join("exports"),
-        };
-        let state = AppState::new(paths).unwrap();
+        let state = crate::testing::state(d.path());
+        assert_eq!(state.paths.settings, file);
         let problem = state.settings_problem.clone().unwrap();
         assert!(problem.contains(&file.display().to_string()) && problem.contains("defaults are in use"), "{problem}");
         assert_eq!(state.settings().unwrap().context, mf_agent::RunSettings::default().context);

@@ -207,6 +207,12 @@ pub fn target_text(m: &Message) -> String {
         .join("\n")
 }
 
+/// The class a point's targets are summarised under (and its row in "R by
+/// class"): `point N (message AT)`.
+fn point_label(index: usize, at: usize) -> String {
+    format!("point {} (message {at})", index + 1)
+}
+
 /// Whether `m` is something the model wrote that can be scored: a reply of
 /// the model with text or a call (an empty reply holds no token to score).
 fn is_target(m: &Message) -> bool {
@@ -347,12 +353,11 @@ pub fn replay(model: &Model, scorer: &Model, transcript: &[Message], cfg: &Repla
         progress(done, total, &format!("point {} of {}: {} targets scored", pi + 1, pts.len(), targets.len()));
         points_out.push(ReplayPoint { at, tokens, floor_messages: floor.len(), targets, compactions, retention: BTreeMap::new() });
     }
-    let class = |p: usize| format!("point {} (message {})", p + 1, points_out[p].at);
     let facts: Vec<ProbeFacts> = scores
         .iter()
         .map(|s| ProbeFacts {
             key: format!("{}/{}", s.point, s.at),
-            class: class(s.point),
+            class: point_label(s.point, points_out[s.point].at),
             dimension: s.kind.clone(),
             nll: s.nll.clone(),
             choice: BTreeMap::new(),
@@ -366,8 +371,7 @@ pub fn replay(model: &Model, scorer: &Model, transcript: &[Message], cfg: &Repla
     let likelihood = (!facts.is_empty()).then(|| summarise(&facts, &order));
     if let Some(l) = &likelihood {
         for (i, p) in points_out.iter_mut().enumerate() {
-            let label = format!("point {} (message {})", i + 1, p.at);
-            p.retention = l.by_class.get(&label).cloned().unwrap_or_default();
+            p.retention = l.by_class.get(&point_label(i, p.at)).cloned().unwrap_or_default();
         }
     }
     Ok(ReplayResult {
@@ -468,10 +472,7 @@ pub async fn replay_session(
         let model = Model::new(backend)?;
         let scorer = Model::new(scorer)?;
         let (outside, plan_outside) = match first_gauge {
-            Some(g) => {
-                let counted = g.pinned as usize + g.compressible as usize + g.recent as usize;
-                (outside_tokens(&model, &transcript, &g)?, (g.prompt_tokens as usize).saturating_sub(counted))
-            }
+            Some(g) => (outside_tokens(&model, &transcript, &g)?, g.outside_messages()),
             None => (0, 0),
         };
         let cfg = ReplayConfig { outside, plan_outside, ..cfg };

@@ -19,11 +19,11 @@ pub struct ReplayArgs {
     #[arg(long, value_delimiter = ',', default_value = "masking,v1,v2,v2.1")]
     pub strategies: Vec<String>,
     /// Replies scored after each compaction point (the final answer is scored too).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = ReplayRequest::default().targets)]
     pub targets: usize,
     /// Compaction points at most: the first place the history went over the
     /// trigger, its last reply, and evenly between.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = ReplayRequest::default().points)]
     pub points: usize,
     /// The scoring session's window in tokens: it must hold the investigation's uncompacted history.
     #[arg(long, default_value_t = DEFAULT_SCORE_CONTEXT)]

@@ -26,8 +26,7 @@ pub(super) enum Compacted {
 /// less them, and a history the loop finds over it the plan finds over it
 /// too (it found 1,202 < 1,392 where the prompt was 1,500, and masked nothing).
 fn plan_budget(b: Budget, g: &Gauge) -> Budget {
-    let counted = u64::from(g.pinned) + u64::from(g.compressible) + u64::from(g.recent);
-    b.less_outside(u64::from(g.prompt_tokens).saturating_sub(counted) as usize)
+    b.less_outside(g.outside_messages())
 }
 
 /// The compaction's target in prompt tokens, as the loop counts them: the

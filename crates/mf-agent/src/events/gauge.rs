@@ -32,6 +32,18 @@ pub struct Gauge {
     pub messages: u32,
 }
 
+impl Gauge {
+    /// Tokens of the prompt that no message's own count holds (the tool
+    /// schemas, the template's glue): `prompt_tokens` less the three zones.
+    /// The plan sums the messages, so this is what comes off its budget
+    /// (`Budget::less_outside`).
+    #[must_use]
+    pub fn outside_messages(&self) -> usize {
+        let counted = u64::from(self.pinned) + u64::from(self.compressible) + u64::from(self.recent);
+        u64::from(self.prompt_tokens).saturating_sub(counted) as usize
+    }
+}
+
 /// When the next compaction is expected, from the recent prompt growth.
 ///
 /// The loop compacts at the start of a round whose prompt is over the
