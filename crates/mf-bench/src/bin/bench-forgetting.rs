@@ -146,9 +146,10 @@ struct AgenticArgs {
     /// history of a world (a probe over it is listed as unscored).
     #[arg(long, default_value_t = 16384)]
     score_ctx: u32,
-    /// Keep every run as a stored investigation in this session store (made
-    /// if missing): `mf sessions show ID` and `mf replay ID --db FILE` read
-    /// them. Each run's `session` in the results is its id.
+    /// Keep every run as a stored investigation in this file (a store like
+    /// `sessions.db`, made if missing): `mf sessions show ID --db FILE` and
+    /// `mf replay ID --db FILE` read them. Each run's id there is its
+    /// `session` in the results.
     #[arg(long)]
     store: Option<PathBuf>,
 }
