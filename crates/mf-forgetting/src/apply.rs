@@ -32,6 +32,7 @@ use crate::plan::{CompactionPlan, Decline, StrategyKind};
 use crate::summary::Summarizer;
 use crate::taxonomy::ProblemClass;
 use crate::tokens::TokenCounter;
+use crate::zones::Zone;
 
 /// Tokens of a history per zone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -110,18 +111,15 @@ pub struct Compaction {
     pub report: CompactionReport,
 }
 
-/// Tokens of `messages` per zone: the first `pinned` are pinned, those from
-/// `recent_from` on recent, the rest compressible.
-fn zone_tokens(messages: &[Message], counter: &dyn TokenCounter, pinned: usize, recent_from: usize) -> ZoneTokens {
+/// Tokens of `messages` per zone, `zone(i)` saying which holds message `i`.
+fn zone_tokens(messages: &[Message], counter: &dyn TokenCounter, zone: impl Fn(usize) -> Zone) -> ZoneTokens {
     let mut t = ZoneTokens::default();
     for (i, m) in messages.iter().enumerate() {
         let n = counter.count_message(m);
-        if i < pinned {
-            t.pinned += n;
-        } else if i < recent_from {
-            t.compressible += n;
-        } else {
-            t.recent += n;
+        match zone(i) {
+            Zone::Pinned => t.pinned += n,
+            Zone::Compressible => t.compressible += n,
+            Zone::Recent => t.recent += n,
         }
         t.total += n;
     }
@@ -158,9 +156,11 @@ struct Executed {
 
 /// Applies a plan.
 ///
-/// Pinned messages are copied byte-identical, recent ones verbatim. For v1,
-/// v2 and v2.1 the compressible zone becomes one summary message (marked
-/// `summary`): verbatim anchors, the model summary of the rest (or the
+/// Pinned messages are copied byte-identical, recent ones verbatim; so are
+/// the messages the user pinned ([`Zones::pins`](crate::zones::Zones::pins)),
+/// which no strategy masks, summarises or drops. For v1, v2 and v2.1 the
+/// compressible zone becomes one summary message (marked `summary`), after
+/// the pinned zone and the user's pins in their order: verbatim anchors, the model summary of the rest (or the
 /// 500-character fallback when the summariser fails or returns garbage), and
 /// the preserved literals. The summary pass is asked for at most the plan's
 /// `summary_limit` tokens. A plan that declined (see [`crate::estimate`])
@@ -191,9 +191,9 @@ pub fn apply(plan: &CompactionPlan, messages: &[Message], summarizer: &mut dyn S
     if let Some(mp) = plan.messages.iter().find(|mp| mp.id != messages[mp.index].id) {
         return Err(ForgettingError::PlanMismatch(format!("message {} is {:?} in the plan", mp.index, mp.id.0)));
     }
-    let z = plan.zones;
+    let z = &plan.zones;
     let threshold = plan.budget.threshold();
-    let before = zone_tokens(messages, counter, z.pinned_end, z.recent_start);
+    let before = zone_tokens(messages, counter, |i| z.zone_of(i));
     let mut report = CompactionReport {
         strategy: plan.strategy,
         class: plan.class.as_ref().map(|c| c.class),
@@ -204,7 +204,7 @@ pub fn apply(plan: &CompactionPlan, messages: &[Message], summarizer: &mut dyn S
         messages_before: messages.len(),
         messages_after: messages.len(),
         summary: None,
-        compressible_chars: messages[z.compressible()].iter().map(Message::text_chars).sum(),
+        compressible_chars: z.compressible().into_iter().map(|i| messages[i].text_chars()).sum(),
         summarizer_input_chars: 0,
         literals: Vec::new(),
         literals_in_model_summary: 0,

@@ -41,6 +41,9 @@ pub enum ForgettingError {
         /// serde's description (names an unknown or missing field).
         message: String,
     },
+    /// A message named by its id (to compact up to, to pin) is not in the history.
+    #[error("no message {0} in the history")]
+    UnknownMessage(String),
     /// A plan was applied to a history it was not made for.
     #[error("the plan does not match this history: {0}")]
     PlanMismatch(String),
@@ -75,6 +78,7 @@ impl ForgettingError {
             | ForgettingError::NoUserMessage
             | ForgettingError::InvalidConversation { .. }
             | ForgettingError::Parse { .. }
+            | ForgettingError::UnknownMessage(_)
             | ForgettingError::PlanMismatch(_) => true,
             ForgettingError::BudgetNotRestored { .. } | ForgettingError::Summarizer(_) | ForgettingError::Evaluator(_) => false,
         }

@@ -83,13 +83,21 @@ fn anchor_text(m: &Message) -> String {
 /// The line between the anchors and the model summary.
 const SUMMARY_MARKER: &str = "\nSummary:\n";
 
+/// The id of message `i`, or "" for none.
+fn id_at(messages: &[Message], i: Option<usize>) -> &str {
+    i.and_then(|i| messages.get(i)).map_or("", |m| m.id.0.as_str())
+}
+
 /// The content of the summary message.
 pub(crate) fn summary_content(plan: &CompactionPlan, messages: &[Message], anchors: &[usize], model_summary: &str, literals: &[Literal]) -> String {
     let range = plan.zones.compressible();
-    let first = messages.get(range.start).map(|m| m.id.0.as_str()).unwrap_or("");
-    let last = messages.get(range.end.saturating_sub(1)).map(|m| m.id.0.as_str()).unwrap_or("");
+    let (first, last) = (id_at(messages, range.first().copied()), id_at(messages, range.last().copied()));
+    // Pins between the compacted messages stand above this message now.
+    let (lo, hi) = (range.first().copied().unwrap_or(0), range.last().copied().unwrap_or(0));
+    let inside: Vec<&str> = plan.zones.pins.iter().filter(|&&i| lo < i && i < hi).map(|&i| id_at(messages, Some(i))).collect();
+    let except = if inside.is_empty() { String::new() } else { format!(", except {}, pinned and kept above", inside.join(", ")) };
     let mut s = format!(
-        "[Summary of the prior investigation: messages {first}–{last} ({} messages) were compacted by measured forgetting, strategy {}.]",
+        "[Summary of the prior investigation: messages {first}–{last} ({} messages{except}) were compacted by measured forgetting, strategy {}.]",
         range.len(),
         plan.strategy
     );
@@ -113,8 +121,7 @@ pub(crate) fn summary_content(plan: &CompactionPlan, messages: &[Message], ancho
 
 /// The summary message that replaces the compressible zone.
 pub(crate) fn summary_message(plan: &CompactionPlan, messages: &[Message], content: String) -> Message {
-    let range = plan.zones.compressible();
-    let first = messages.get(range.start).map(|m| m.id.0.as_str()).unwrap_or("");
+    let first = id_at(messages, plan.zones.compressible().first().copied());
     // A summary that replaces an earlier one (which it compacts) takes its id,
     // instead of nesting it ("summary-summary-m2").
     let id = if first.starts_with("summary-") { first.to_owned() } else { format!("summary-{first}") };

@@ -2,9 +2,11 @@
 //!
 //! A [`Message`] serialises to (and parses from) the message objects of the
 //! scenario format (`notes/scenario-format.md`): `role`, `content`, optional
-//! `id`, `tool_calls`, `tool_call_id`, `name`, `is_error`. One field is ours:
-//! `summary` (default false) marks the message that a compaction produced, so
-//! a later compaction knows it is looking at an earlier summary.
+//! `id`, `tool_calls`, `tool_call_id`, `name`, `is_error`. Two fields are
+//! ours: `summary` (default false) marks the message that a compaction
+//! produced, so a later compaction knows it is looking at an earlier summary;
+//! `pinned` (default false) marks a message the user asked to keep verbatim,
+//! which no strategy summarises, masks or drops (see [`crate::zones`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -129,6 +131,11 @@ pub struct Message {
     /// Whether this message is a compaction summary (our extension of the format).
     #[serde(default, skip_serializing_if = "is_false")]
     pub summary: bool,
+    /// Whether the user pinned it (our extension of the format): it joins
+    /// the pinned zone, with the rest of its tool chain, and stays verbatim
+    /// through every compaction until it is unpinned.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub pinned: bool,
 }
 
 impl Message {
@@ -142,6 +149,7 @@ impl Message {
             name: None,
             is_error: false,
             summary: false,
+            pinned: false,
         }
     }
 

@@ -27,6 +27,8 @@ pub enum Reason {
     Undecided,
     /// In the pinned zone.
     Pinned,
+    /// Pinned by the user (itself, or another member of its chain).
+    UserPinned,
     /// In the recent zone.
     Recent,
     /// The `none` strategy (control arm).
@@ -178,6 +180,7 @@ impl fmt::Display for Reason {
         match self {
             Reason::Undecided => f.write_str("undecided"),
             Reason::Pinned => f.write_str("pinned: system prompt through the original question"),
+            Reason::UserPinned => f.write_str("pinned by the user: kept verbatim"),
             Reason::Recent => f.write_str("recent: kept verbatim"),
             Reason::NoneControl => f.write_str("none: control arm, nothing changes"),
             Reason::BaselineFirst => f.write_str("baseline: the first message is kept"),

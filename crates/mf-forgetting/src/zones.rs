@@ -7,6 +7,14 @@
 //! unit") and the assistant text that interprets them: the pinned edge moves
 //! forward and the recent edge moves back until no chain straddles them.
 //!
+//! A message the user pinned ([`Message::pinned`]) joins the pinned zone
+//! wherever it stands, with every other member of its chain (a pinned result
+//! without its call, or a call without its results, would be a fragment the
+//! model cannot read): the compressible zone is what lies between the edges
+//! minus these [`Zones::pins`]. No strategy touches a pinned message: the
+//! summarising ones put the pins, in their order, between the pinned zone
+//! and the summary; the others leave them where they are.
+//!
 //! Zones depend on [`crate::chains`] (the trace topology), never the reverse.
 
 use serde::{Deserialize, Serialize};
@@ -40,22 +48,31 @@ impl Zone {
     }
 }
 
-/// The partition as two edges: `[0, pinned_end)`, `[pinned_end, recent_start)`,
-/// `[recent_start, len)`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// The partition as two edges, `[0, pinned_end)`, `[pinned_end,
+/// recent_start)`, `[recent_start, len)`, and the messages between them that
+/// the user pinned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Zones {
-    /// One past the last pinned message.
+    /// One past the last message of the pinned zone's head (index 0 through
+    /// the question, and the chain the question sits in).
     pub pinned_end: usize,
     /// First recent message (`== len` when there is none).
     pub recent_start: usize,
     /// Number of messages.
     pub len: usize,
+    /// Indices before `recent_start` pinned by the user (each with its whole
+    /// chain), ascending: in the pinned zone wherever they stand. (A pinned
+    /// message in the recent zone is kept as recent; it joins these when a
+    /// later compaction finds it before the recent edge.) Absent from plans
+    /// written before messages could be pinned.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pins: Vec<usize>,
 }
 
 impl Zones {
     /// The zone of message `index`.
     pub fn zone_of(&self, index: usize) -> Zone {
-        if index < self.pinned_end {
+        if index < self.pinned_end || self.is_pin(index) {
             Zone::Pinned
         } else if index < self.recent_start {
             Zone::Compressible
@@ -64,15 +81,44 @@ impl Zones {
         }
     }
 
-    /// Indices of the compressible zone.
-    pub fn compressible(&self) -> std::ops::Range<usize> {
-        self.pinned_end..self.recent_start
+    /// Whether message `index` lies before the recent zone and is pinned by
+    /// the user (itself or a member of its chain).
+    pub fn is_pin(&self, index: usize) -> bool {
+        self.pins.binary_search(&index).is_ok()
+    }
+
+    /// Indices of the compressible zone, ascending: between the edges, the
+    /// pins left out.
+    pub fn compressible(&self) -> Vec<usize> {
+        (self.pinned_end..self.recent_start).filter(|&i| !self.is_pin(i)).collect()
     }
 
     /// Whether there is anything to compress.
     pub fn has_compressible(&self) -> bool {
-        self.recent_start > self.pinned_end
+        (self.pinned_end..self.recent_start).any(|i| !self.is_pin(i))
     }
+
+    /// The messages a summarising strategy keeps before its summary: the
+    /// pinned zone's head, then the pins, in order.
+    pub fn kept_before_summary(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.pinned_end).chain(self.pins.iter().copied().filter(|&i| i >= self.pinned_end))
+    }
+}
+
+/// The `recent` count that makes the compressible zone end with message
+/// `id` and the rest of its chain: *summarise up to here*. Passed as the
+/// budget's `recent` for one compaction, every message after that chain
+/// stays verbatim (the recent edge still never splits a chain, see
+/// [`partition`]).
+///
+/// # Errors
+/// [`ForgettingError::UnknownMessage`] when no message has that id.
+pub fn recent_after(messages: &[Message], id: &crate::message::MessageId) -> Result<usize, ForgettingError> {
+    let at = messages.iter().position(|m| &m.id == id).ok_or_else(|| ForgettingError::UnknownMessage(id.0.clone()))?;
+    let chains = chain_of(messages);
+    let head = chains[at].unwrap_or(at);
+    let end = (at..messages.len()).filter(|&i| chains[i].unwrap_or(i) == head).max().unwrap_or(at);
+    Ok(messages.len() - end - 1)
 }
 
 /// Partitions a history into zones.
@@ -133,7 +179,11 @@ pub fn partition_with_chains(messages: &[Message], chains: &[Option<usize>], rec
             break;
         }
     }
-    Ok(Zones { pinned_end, recent_start, len })
+    // Pins: every member of a group one of whose members the user pinned.
+    // Groups never straddle an edge, so a group before the recent one is whole.
+    let pinned_groups: std::collections::BTreeSet<usize> = messages.iter().enumerate().filter(|(_, m)| m.pinned).map(|(i, _)| heads[i]).collect();
+    let pins = (0..recent_start).filter(|&i| pinned_groups.contains(&heads[i])).collect();
+    Ok(Zones { pinned_end, recent_start, len, pins })
 }
 
 /// Tokens per zone against the threshold, for the UI's zone gauge.
@@ -262,6 +312,54 @@ mod tests {
     fn orphan_tool_results_are_their_own_unit() {
         let h = vec![Message::user("q", "q"), Message::assistant("a", "a"), Message::tool_result("t", "nope", "get", "r")];
         assert_eq!(partition(&h, 1).unwrap().recent_start, 2);
+    }
+
+    #[test]
+    fn a_pin_takes_its_whole_chain_out_of_the_compressible_zone() {
+        let mut h = history();
+        h.push(Message::user("u", "next"));
+        h.push(Message::assistant("z", "ok"));
+        // Pinning t1, the result, pins its call a1 and its interpretation i1.
+        h[3].pinned = true;
+        let z = partition(&h, 2).unwrap();
+        assert_eq!(z.pins, vec![2, 3, 4]);
+        assert_eq!(z.compressible(), vec![5, 6, 7]);
+        assert!((2..=4).all(|i| z.zone_of(i) == Zone::Pinned));
+        assert_eq!(z.zone_of(5), Zone::Compressible);
+        assert_eq!(z.kept_before_summary().collect::<Vec<_>>(), vec![0, 1, 2, 3, 4]);
+        // Everything between the edges pinned: nothing to compress.
+        h[6].pinned = true;
+        let z = partition(&h, 2).unwrap();
+        assert!(!z.has_compressible(), "{z:?}");
+        // A pin in the recent zone is recent.
+        let mut h = history();
+        h[7].pinned = true;
+        let z = partition(&h, 3).unwrap();
+        assert!(z.pins.is_empty());
+        assert_eq!(z.zone_of(7), Zone::Recent);
+    }
+
+    #[test]
+    fn a_pinned_question_is_a_pin_of_the_pinned_zone() {
+        let mut h = history();
+        h[1].pinned = true;
+        let z = partition(&h, 2).unwrap();
+        assert_eq!(z.pins, vec![1]);
+        assert_eq!(z.pinned_end, 2);
+        assert_eq!(z.kept_before_summary().collect::<Vec<_>>(), vec![0, 1], "not twice");
+    }
+
+    #[test]
+    fn up_to_a_message_ends_the_compressible_zone_with_its_chain() {
+        let h = history();
+        // Up to a1, a call: its result t1 and interpretation i1 go with it.
+        let recent = recent_after(&h, &"a1".into()).unwrap();
+        assert_eq!(recent, 3);
+        let z = partition(&h, recent).unwrap();
+        assert_eq!((z.pinned_end, z.recent_start), (2, 5));
+        // Up to the last message: everything after the question.
+        assert_eq!(recent_after(&h, &"t3".into()).unwrap(), 0);
+        assert_eq!(recent_after(&h, &"nope".into()), Err(ForgettingError::UnknownMessage("nope".into())));
     }
 
     #[test]

@@ -125,7 +125,7 @@ proptest! {
         let counter = ApproxTokenCounter;
         for kind in KINDS {
             let p = plan(kind, &h, &b, &counter, &cfg, None).unwrap();
-            let z = p.zones;
+            let z = p.zones.clone();
             match apply(&p, &h, &mut Trivial, &counter) {
                 Ok(c) => {
                     let out = &c.messages;

@@ -94,7 +94,7 @@ fn short_scenarios_compact_to_less_or_decline_before_the_summary_pass() {
             let s = Scenario::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
             let mut oracle = KeywordOracle::new(s.probes.clone());
             let p = plan(kind, &s.messages, &budget, &c, &PlanConfig::default(), Some(&mut oracle)).unwrap();
-            let replaced: usize = s.messages[p.zones.compressible()].iter().map(|m| c.count_message(m)).sum();
+            let replaced: usize = p.zones.compressible().into_iter().map(|i| c.count_message(&s.messages[i])).sum();
             let verbatim: usize = p.messages.iter().filter(|m| m.tier == Tier::Verbatim).map(|m| m.tokens).sum();
             let mut pass = AtTheLimit(0);
             let out = apply(&p, &s.messages, &mut pass, &c).unwrap();

@@ -11,7 +11,7 @@ use crate::plan::Tier;
 /// there (it closes its window when over), so masking can take no more.
 pub(super) fn execute(input: &Input<'_>, report: &mut CompactionReport) -> Executed {
     let Input { plan, messages, counter, threshold, hard, .. } = *input;
-    let z = plan.zones;
+    let z = &plan.zones;
     report.masked = plan.ids_with(Tier::Mask);
     let out: Vec<Message> = plan
         .messages
@@ -24,7 +24,7 @@ pub(super) fn execute(input: &Input<'_>, report: &mut CompactionReport) -> Execu
             m
         })
         .collect();
-    let tokens = zone_tokens(&out, counter, z.pinned_end, z.recent_start);
+    let tokens = zone_tokens(&out, counter, |i| z.zone_of(i));
     let mut target = threshold;
     if tokens.total > threshold {
         target = hard;

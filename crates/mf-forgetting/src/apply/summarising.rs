@@ -10,6 +10,7 @@ use crate::literals::{self, Literal};
 use crate::message::{Message, question_index};
 use crate::plan::{CompactionPlan, Tier};
 use crate::summary::{Summarizer, build_request, clean_summary, fallback, informative_values, keeps_any_value};
+use crate::zones::Zone;
 
 /// A model summary is refused when the compacted messages hold at least this
 /// many informative values ([`informative_values`]) and it keeps none.
@@ -25,7 +26,7 @@ const MIN_VALUES_TO_KEEP: usize = 3;
 /// of the summary message give way in the order of [`repair`].
 pub(super) fn execute(input: &Input<'_>, summarizer: &mut dyn Summarizer, report: &mut CompactionReport) -> Executed {
     let Input { plan, messages, counter, before, threshold, hard } = *input;
-    let z = plan.zones;
+    let z = &plan.zones;
     if !z.has_compressible() {
         report.notes.push("nothing to compress: the compressible zone is empty".to_owned());
         return Executed { messages: messages.to_vec(), tokens: before, target: Some(threshold) };
@@ -44,15 +45,27 @@ pub(super) fn execute(input: &Input<'_>, summarizer: &mut dyn Summarizer, report
     let anchors: Vec<usize> = plan.messages.iter().filter(|m| m.tier == Tier::Verbatim).map(|m| m.index).collect();
     let literals = plan_literals(plan, messages);
     report.literals_in_model_summary = literals.iter().filter(|l| summary.contains(&l.text)).count();
-    let pinned = &messages[..z.pinned_end];
+    // The pinned zone, then the user's pins in their order: the summary
+    // follows them all, so the prompt up to the first compacted message is
+    // unchanged (and stays in the KV cache).
+    let pinned: Vec<Message> = z.kept_before_summary().map(|i| messages[i].clone()).collect();
     let recent = &messages[z.recent_start..];
     let build = |parts: &Parts| -> (Vec<Message>, ZoneTokens) {
         let shown: Vec<Literal> = parts.literals.iter().filter(|l| !parts.summary.contains(&l.text)).cloned().collect();
         let content = summary_content(plan, messages, &parts.anchors, &parts.summary, &shown);
-        let mut out = pinned.to_vec();
+        let mut out = pinned.clone();
         out.push(summary_message(plan, messages, content));
         out.extend_from_slice(recent);
-        let t = zone_tokens(&out, counter, pinned.len(), pinned.len() + 1);
+        let n = pinned.len();
+        let t = zone_tokens(&out, counter, |i| {
+            if i < n {
+                Zone::Pinned
+            } else if i == n {
+                Zone::Compressible
+            } else {
+                Zone::Recent
+            }
+        });
         (out, t)
     };
     // With no room under the threshold, one of the two is kept whole:

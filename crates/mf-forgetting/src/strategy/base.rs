@@ -8,7 +8,7 @@ use crate::message::Message;
 use crate::plan::{CompactionPlan, MessagePlan, PlanConfig, StrategyKind, Tier};
 use crate::reason::{Reason, Reasons};
 use crate::tokens::TokenCounter;
-use crate::zones::{ZoneGauge, Zones, partition_with_chains};
+use crate::zones::{Zone, ZoneGauge, Zones, partition_with_chains};
 
 /// Zones, gauge, chains and one entry per message: every message `Keep`,
 /// pinned and recent with their zone's reason, compressible ones undecided.
@@ -47,7 +47,9 @@ pub(super) fn base(messages: &[Message], budget: &Budget, counter: &dyn TokenCou
                 delta: None,
                 tier: Tier::Keep,
                 chain: chains[i].map(|c| format!("c{c}")),
-                reason: Reasons::new(Reason::of_zone(zone)),
+                // A message the user pinned says so wherever it stands (in the
+                // recent zone it is kept for that reason too).
+                reason: Reasons::new(if zones.is_pin(i) || (m.pinned && zone == Zone::Recent) { Reason::UserPinned } else { Reason::of_zone(zone) }),
             }
         })
         .collect();

@@ -10,7 +10,8 @@ use crate::reason::Reason;
 use crate::tokens::TokenCounter;
 use crate::zones::Zone;
 
-/// The paper's baseline: keep the first message and the recent zone, drop the rest.
+/// The paper's baseline: keep the first message and the recent zone, drop
+/// the rest — but the messages the user pinned, which no strategy drops.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Baseline;
 
@@ -23,7 +24,9 @@ impl Strategy for Baseline {
         let config = PlanConfig::default();
         let mut b = base(messages, budget, counter, &config)?;
         for p in b.plans.iter_mut() {
-            if p.index == 0 {
+            if b.zones.is_pin(p.index) {
+                // Pinned by the user: kept, as in every strategy.
+            } else if p.index == 0 {
                 p.reason = Reason::BaselineFirst.into();
             } else if p.zone != Zone::Recent {
                 p.tier = Tier::Drop;

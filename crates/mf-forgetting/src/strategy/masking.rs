@@ -33,7 +33,7 @@ impl Strategy for Masking {
         let window_start = outputs.len().checked_sub(self.config.mask_keep_last).and_then(|k| outputs.get(k).copied()).unwrap_or(0);
         let mut p = finish(StrategyKind::Masking, b, messages, budget, counter, &self.config);
         let compressible = p.zones.compressible();
-        for &i in outputs.iter().filter(|i| compressible.contains(i)) {
+        for &i in outputs.iter().filter(|i| compressible.binary_search(i).is_ok()) {
             if i < window_start {
                 p.messages[i].tier = Tier::Mask;
                 p.messages[i].reason = Reason::MaskOlder { keep_last: self.config.mask_keep_last }.into();
@@ -47,7 +47,7 @@ impl Strategy for Masking {
         p.estimated_tokens_after = estimate_after(&p, messages, counter);
         if p.estimated_tokens_after > budget.threshold() {
             let mut widened = false;
-            for &i in outputs.iter().filter(|i| compressible.contains(i)) {
+            for &i in outputs.iter().filter(|i| compressible.binary_search(i).is_ok()) {
                 if p.messages[i].tier != Tier::Mask {
                     p.messages[i].tier = Tier::Mask;
                     p.messages[i].reason = Reason::MaskWindowClosed.into();
