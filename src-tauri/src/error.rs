@@ -61,7 +61,7 @@ impl From<mf_agent::AgentError> for CommandError {
             E::Inference(_) => "model",
             E::Store(_) | E::StoredJson(_) => "store",
             E::InvalidSetting(_) => "invalid_settings",
-            E::NotFound(_) => "not_found",
+            E::NotFound(_) | E::NoSuchMessage(_) => "not_found",
             E::Busy(_) => "busy",
             E::NotResumable { .. } | E::StoredSpec { .. } => "not_resumable",
             E::Io { .. } => "data_folder",

@@ -46,6 +46,8 @@ pub struct CompactionJob {
     pub round: u32,
     /// Exact prompt tokens before (for the started event).
     pub tokens_before: u32,
+    /// Set when the user asked for this compaction (for the started event).
+    pub by_hand: Option<crate::events::ByHand>,
 }
 
 impl CompactionJob {
@@ -75,9 +77,9 @@ impl CompactionJob {
             tools: self.tools,
             probe_max_tokens: PROBE_MAX_TOKENS,
         };
-        let (tx, tokens_before) = (self.events.clone(), self.tokens_before);
+        let (tx, tokens_before, by_hand) = (self.events.clone(), self.tokens_before, self.by_hand);
         crate::model::compact(model, &self.counter, &self.history, &spec, &mut |plan| {
-            let _ = tx.send(AgentEvent::compaction_started(round, tokens_before, plan));
+            let _ = tx.send(AgentEvent::compaction_started(round, tokens_before, plan, by_hand.clone()));
         })
     }
 }

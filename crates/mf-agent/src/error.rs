@@ -21,6 +21,9 @@ pub enum AgentError {
     /// The investigation is running (in this or another live process).
     #[error("investigation {0} is still running")]
     Busy(i64),
+    /// A message named by its id (to pin, to compact up to) is not in the history.
+    #[error("there is no message {0} in this investigation's history")]
+    NoSuchMessage(String),
     /// The investigation cannot be continued.
     #[error("investigation {id} cannot be resumed: {reason}")]
     NotResumable {

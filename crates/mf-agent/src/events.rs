@@ -25,7 +25,7 @@ mod sink;
 use serde::{Deserialize, Serialize};
 
 pub use approval::McpOrigin;
-pub use compaction::{PlanRow, SummaryBy};
+pub use compaction::{ByHand, PlanRow, SummaryBy};
 pub use exit::ExitReason;
 pub use gauge::{Forecast, Gauge};
 pub use generation::{KvFigures, Purpose};
@@ -149,6 +149,11 @@ pub enum AgentEvent {
     },
     /// Compaction begins: the plan.
     CompactionStarted {
+        /// Set when the user asked for this compaction (after the round it
+        /// carries); absent for the loop's own, over the threshold.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(optional))]
+        by_hand: Option<ByHand>,
         /// The round.
         round: u32,
         /// The strategy.
@@ -210,6 +215,20 @@ pub enum AgentEvent {
         /// The full `mf_forgetting::CompactionReport`.
         #[cfg_attr(test, ts(type = "unknown"))]
         report: serde_json::Value,
+    },
+    /// The user pinned a message (*keep verbatim*) or unpinned it, between
+    /// rounds: a pinned message and the other members of its chain stay
+    /// verbatim through every compaction until it is unpinned.
+    Pin {
+        /// The message the user chose.
+        message: String,
+        /// Pinned (true) or unpinned (false).
+        pinned: bool,
+        /// Every message the change holds for: the chosen one and the other
+        /// members of its chain (a call, its results, their interpretation).
+        members: Vec<String>,
+        /// The round after which it happened.
+        round: u32,
     },
     /// A compaction could not restore the budget (the loop then exits).
     CompactionFailed {
@@ -309,6 +328,7 @@ mod tests {
             ExitReason::decl(&cfg),
             PlanRow::decl(&cfg),
             SummaryBy::decl(&cfg),
+            ByHand::decl(&cfg),
             McpOrigin::decl(&cfg),
             KvMiss::decl(&cfg),
             AgentEvent::decl(&cfg),

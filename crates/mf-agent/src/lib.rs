@@ -41,11 +41,11 @@ pub(crate) fn assert_generated_ts(file: &str, want: &str) {
     assert!(have == want, "{} is stale: run `MF_UPDATE_TS=1 cargo test -p mf-agent typescript` and commit it", path.display());
 }
 
-pub use agent::{Agent, AgentSettings, BEFORE_COMPACTION, Outcome, SYSTEM_PROMPT, Undone, parse_strategy};
+pub use agent::{Agent, AgentSettings, BEFORE_COMPACTION, HandCompaction, Outcome, SYSTEM_PROMPT, Undone, keep_pins, parse_strategy, pin};
 pub use compact::{DeltaSource, SummaryPass};
 pub use engine::{EngineChoice, EngineKind, KeySource};
 pub use error::AgentError;
-pub use events::{AgentEvent, EventSink, ExitReason, Forecast, Gauge, McpOrigin, Purpose, SummaryBy, VecSink};
+pub use events::{AgentEvent, ByHand, EventSink, ExitReason, Forecast, Gauge, McpOrigin, Purpose, SummaryBy, VecSink};
 pub use model::UnknownName;
 pub use session::{KvMiss, Launch, Resume, RunSpec, Sessions, ToolsSpec};
 pub use settings::{ApprovalMode, RunSettings, SettingError, SettingErrors, ToolApprovals};

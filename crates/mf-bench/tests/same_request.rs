@@ -119,6 +119,7 @@ fn agent_requests(backend: &Arc<Recording>, history: &[Message], condition: Cond
         events: tx,
         round: 3,
         tokens_before: 0,
+        by_hand: None,
     };
     let run = rt.block_on(job.run()).unwrap();
     run.result.unwrap();

@@ -10,8 +10,8 @@ use anyhow::Context as _;
 use futures::future::BoxFuture;
 use mf_agent::engine::EngineArgs;
 use mf_agent::{
-    AgentEvent, Approver, Decision, DeltaSource, EventSink, FixedApprover, Launch, Resume, RunSettings, RunSpec, Scope, Sessions, SettingErrors, SummaryPass,
-    ToolsSpec,
+    AgentEvent, Approver, ByHand, Decision, DeltaSource, EventSink, FixedApprover, Launch, Resume, RunSettings, RunSpec, Scope, Sessions, SettingErrors,
+    SummaryPass, ToolsSpec,
 };
 use mf_forgetting::StrategyKind;
 use mf_tools::policy::ApprovalRequest;
@@ -417,10 +417,20 @@ pub fn describe(e: &AgentEvent) -> Option<String> {
                 .map(|f| format!(" | next compaction in ~{} rounds (+{:.0} tokens/round)", f.rounds_until_compaction, f.mean_tokens_per_round))
                 .unwrap_or_default()
         ),
-        AgentEvent::CompactionStarted { strategy, tokens_before, messages_before, class, .. } => format!(
-            "⟳ compaction ({strategy}{}) at {tokens_before} tokens, {messages_before} messages",
+        AgentEvent::CompactionStarted { strategy, tokens_before, messages_before, class, by_hand, .. } => format!(
+            "⟳ compaction{} ({strategy}{}) at {tokens_before} tokens, {messages_before} messages",
+            by_hand.as_ref().map(|b| format!(" by hand: {b}")).unwrap_or_default(),
             class.as_ref().map(|c| format!(", class {c}")).unwrap_or_default()
         ),
+        AgentEvent::Pin { message, pinned, members, .. } => {
+            let with: Vec<&str> = members.iter().map(String::as_str).filter(|m| m != message).collect();
+            let chain = if with.is_empty() { String::new() } else { format!(" (with its chain: {})", with.join(", ")) };
+            if *pinned {
+                format!("◆ {message} pinned{chain}: kept verbatim through every compaction")
+            } else {
+                format!("◇ {message} unpinned{chain}: compacted like any message again")
+            }
+        }
         AgentEvent::CompactionFinished {
             tokens_before,
             tokens_after,
@@ -503,7 +513,10 @@ async fn drive(launch: Launch, json: bool) -> anyhow::Result<mf_agent::Outcome> 
 
 fn usage(e: mf_agent::AgentError) -> anyhow::Error {
     match e {
-        mf_agent::AgentError::InvalidSetting(_) | mf_agent::AgentError::Busy(_) | mf_agent::AgentError::NotResumable { .. } => UsageError(e.to_string()).into(),
+        mf_agent::AgentError::InvalidSetting(_)
+        | mf_agent::AgentError::Busy(_)
+        | mf_agent::AgentError::NotResumable { .. }
+        | mf_agent::AgentError::NoSuchMessage(_) => UsageError(e.to_string()).into(),
         e => e.into(),
     }
 }
@@ -561,7 +574,7 @@ pub async fn tool(a: ToolCmdArgs) -> anyhow::Result<bool> {
     }
 }
 
-/// List, show or resume stored investigations.
+/// List, show, resume, compact or pin stored investigations.
 #[derive(Debug, clap::Args)]
 pub struct SessionsArgs {
     /// What to do.
@@ -608,6 +621,50 @@ pub enum SessionsAction {
         #[arg(long, default_value_t = mf_agent::session::DEFAULT_KV_KEEP)]
         kv_keep: usize,
     },
+    /// Print the stored history of one investigation: each message's id (for
+    /// `compact --up-to`, `pin`, `unpin`), kind, whether it is pinned, and its first line.
+    History {
+        /// Its id.
+        id: i64,
+    },
+    /// Compact a stopped investigation now, whatever the threshold says (its
+    /// next resume continues from the compacted history).
+    Compact {
+        /// Its id.
+        id: i64,
+        /// Summarise up to this message: it (with the rest of its tool chain)
+        /// and every message before it after the pinned zone are compacted,
+        /// every message after it stays verbatim.
+        #[arg(long, value_name = "MESSAGE")]
+        up_to: Option<String>,
+        /// The strategy (default: the investigation's own).
+        #[arg(long)]
+        strategy: Option<StrategyKind>,
+    },
+    /// Keep a message verbatim: it and the rest of its tool chain join the
+    /// pinned zone, and no compaction summarises, masks or drops them.
+    Pin {
+        /// The investigation's id.
+        id: i64,
+        /// The message's id (see `mf sessions history`).
+        message: String,
+    },
+    /// Undo `pin`: the message (and its chain) can be compacted again.
+    Unpin {
+        /// The investigation's id.
+        id: i64,
+        /// The message's id.
+        message: String,
+    },
+}
+
+/// One line of `mf sessions history`.
+fn history_line(m: &mf_forgetting::Message) -> String {
+    let mut text = m.content.clone();
+    for c in &m.tool_calls {
+        text.push_str(&format!(" {} {}", c.name, c.arguments));
+    }
+    format!("{:>12}  {:<11}  {:<6}  {}", m.id.as_str(), m.kind().label(), if m.pinned { "pinned" } else { "" }, one_line(text.trim(), 90))
 }
 
 /// Runs `mf sessions`.
@@ -644,6 +701,36 @@ pub async fn sessions(a: SessionsArgs) -> anyhow::Result<()> {
             let how = Resume { follow_up, model, safety_cap, skip_kv: no_kv };
             let launch = sessions.resume(id, how, approver(approve), None).await.map_err(usage)?;
             drive(launch, a.json).await?;
+        }
+        SessionsAction::History { id } => {
+            let store = sessions.store()?;
+            store.get(id)?;
+            let history = store.history(id)?;
+            if a.json {
+                println!("{}", serde_json::to_string(&history)?);
+            } else {
+                for m in &history {
+                    println!("{}", printable(&history_line(m)));
+                }
+            }
+        }
+        SessionsAction::Compact { id, up_to, strategy } => {
+            let by = up_to.map_or(ByHand::CompactNow, |message| ByHand::UpTo { message });
+            let mut printer = Printer::new(a.json);
+            let (_agent, done) = sessions.compact(id, None, by, strategy, None, &mut printer).await.map_err(usage)?;
+            let done = done.map_err(usage)?;
+            if !a.json {
+                match &done.unchanged {
+                    Some(why) => println!("{}", printable(&format!("session {id}: not compacted: {why}"))),
+                    None => println!("session {id}: compacted, {} → {} prompt tokens", done.tokens_before, done.tokens_after),
+                }
+            }
+        }
+        SessionsAction::Pin { id, message } => {
+            sessions.pin(id, &message, true, &mut Printer::new(a.json)).map_err(usage)?;
+        }
+        SessionsAction::Unpin { id, message } => {
+            sessions.pin(id, &message, false, &mut Printer::new(a.json)).map_err(usage)?;
         }
     }
     Ok(())

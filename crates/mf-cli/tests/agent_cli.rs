@@ -276,4 +276,72 @@ fn replay_of_a_missing_investigation_or_strategy_says_which() {
     let out = mf(&["replay", "42", "--db", db, "--strategies", "v9"], home.path());
     assert_eq!(out.status.code(), Some(2), "an unknown strategy is a usage error: {}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("v9"));
+    // Exporting: the investigation is named, a probe must be "QUESTION => ANSWER", and only with --export.
+    let dir = home.path().join("mine");
+    let out = mf(&["replay", "42", "--db", db, "--export", dir.to_str().unwrap()], home.path());
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("investigation 42"));
+    assert!(!dir.join("investigation-42.json").exists(), "nothing written for a missing investigation");
+    let out = mf(&["replay", "42", "--db", db, "--export", dir.to_str().unwrap(), "--probe", "no arrow here"], home.path());
+    assert_eq!(out.status.code(), Some(2), "a malformed probe is a usage error: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("QUESTION => ANSWER"));
+    let out = mf(&["replay", "42", "--db", db, "--probe", "Q? => A"], home.path());
+    assert_eq!(out.status.code(), Some(2), "--probe without --export: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// `mf sessions history`, `pin`, `unpin` and `compact` on an investigation
+/// stopped after its answer (on a server, so no model file is needed): the
+/// history names each message's id; a pinned message survives a compaction
+/// that drops everything else but the first and the recent messages; the
+/// compaction is stored as one asked for by hand; unknown ids are usage errors.
+#[test]
+fn sessions_pin_and_compact_by_hand() {
+    let home = tempfile::tempdir().unwrap();
+    let (port, _) = serve_openai("The owner is Priya Raman.");
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let out = mf(&["investigate", "Who owns the service?", "--openai", &url, "--model", "smol-server", "--ctx", "2048", "--json"], home.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = mf(&["sessions", "resume", "1", "--follow-up", "And which team?", "--json"], home.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let history = |home: &std::path::Path| -> Vec<serde_json::Value> {
+        let out = mf(&["sessions", "history", "1", "--json"], home);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let ids = |h: &[serde_json::Value]| h.iter().map(|m| m["id"].as_str().unwrap().to_owned()).collect::<Vec<_>>();
+    assert_eq!(ids(&history(home.path())), ["m0", "m1", "m2", "m3", "m4"]);
+    let out = mf(&["sessions", "history", "1"], home.path());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.lines().any(|l| l.contains("m2") && l.contains("assistant") && l.contains("The owner is Priya Raman.")), "{text}");
+
+    // Keep m2 verbatim.
+    let out = mf(&["sessions", "pin", "1", "m2"], home.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("m2 pinned"), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(String::from_utf8_lossy(&mf(&["sessions", "history", "1"], home.path()).stdout).lines().any(|l| l.contains("m2") && l.contains("pinned")));
+
+    // Compact now with the baseline: the question goes, the pinned answer stays.
+    let out = mf(&["sessions", "compact", "1", "--strategy", "baseline", "--json"], home.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let started = events.iter().find(|e| e["type"] == "compaction_started").expect("no compaction_started");
+    assert_eq!(started["by_hand"]["kind"], "compact_now", "{started}");
+    assert_eq!(started["strategy"], "baseline");
+    let h = history(home.path());
+    assert_eq!(ids(&h), ["m0", "m2", "m3", "m4"]);
+    assert_eq!(h[1]["pinned"], true);
+    assert_eq!(h[1]["content"], "The owner is Priya Raman.");
+    let shown = String::from_utf8_lossy(&mf(&["sessions", "show", "1"], home.path()).stdout).into_owned();
+    assert!(shown.contains("compaction by hand: compact now (baseline)"), "{shown}");
+
+    // Unpin; unknown messages and investigations are refused.
+    assert!(mf(&["sessions", "unpin", "1", "m2"], home.path()).status.success());
+    assert_eq!(history(home.path())[1].get("pinned"), None);
+    let out = mf(&["sessions", "pin", "1", "m9"], home.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no message m9"), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = mf(&["sessions", "compact", "1", "--up-to", "m9"], home.path());
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = mf(&["sessions", "compact", "7"], home.path());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no investigation with id 7"));
 }

@@ -1,13 +1,25 @@
 //! The compaction step of the loop (plan + apply through mf-forgetting, on
 //! the model adapter of [`crate::compact`]) and its undo.
 
-use mf_forgetting::{Budget, CompactionReport, ForgettingError, Message};
+use mf_forgetting::{Budget, CompactionReport, ForgettingError, Message, StrategyKind};
 use mf_inference::SnapshotSlot;
 
 use super::{Agent, BEFORE_COMPACTION, UndoPoint, Undone, n32};
 use crate::compact::{CompactionJob, SummaryPrompt};
 use crate::error::AgentError;
-use crate::events::{AgentEvent, EventSink, ExitReason, Gauge};
+use crate::events::{AgentEvent, ByHand, EventSink, ExitReason, Gauge};
+
+/// What one compaction is asked to do: the loop's own runs the settings'
+/// strategy and recent zone; one by hand may name another strategy, and
+/// *summarise up to here* its own recent zone.
+pub(super) struct Ask {
+    /// The strategy.
+    pub strategy: StrategyKind,
+    /// Messages at the end kept verbatim (widened to keep chains whole).
+    pub recent: usize,
+    /// Set when the user asked for it.
+    pub by_hand: Option<ByHand>,
+}
 
 /// What one compaction step gave the loop.
 pub(super) enum Compacted {
@@ -50,9 +62,14 @@ fn target_note(report: &CompactionReport, threshold: u32, room: u32, after: u32)
 }
 
 impl Agent {
+    /// The loop's own compaction: the settings' strategy and recent zone.
+    pub(super) fn ask(&self) -> Ask {
+        Ask { strategy: self.settings.strategy, recent: self.settings.recent, by_hand: None }
+    }
+
     /// One compaction: plan + apply through mf-forgetting, events out.
-    #[tracing::instrument(name = "compaction", skip_all, fields(round, strategy = self.settings.strategy.as_str(), prompt_tokens = g.prompt_tokens, messages = history.len()))]
-    pub(super) async fn compact(&mut self, history: &[Message], g: Gauge, round: u32, sink: &mut dyn EventSink) -> Result<Compacted, AgentError> {
+    #[tracing::instrument(name = "compaction", skip_all, fields(round, strategy = ask.strategy.as_str(), prompt_tokens = g.prompt_tokens, messages = history.len()))]
+    pub(super) async fn compact(&mut self, history: &[Message], g: Gauge, round: u32, ask: Ask, sink: &mut dyn EventSink) -> Result<Compacted, AgentError> {
         let t0 = std::time::Instant::now();
         // The cache as it is (the last round's prompt and reply): decoding the
         // new tool results first would cost their tokens for nothing when the
@@ -64,7 +81,7 @@ impl Agent {
         };
         self.before_compaction = Some(UndoPoint { history: history.to_vec(), kv });
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<AgentEvent>();
-        let budget = plan_budget(self.budget(), &g);
+        let budget = Budget { recent: ask.recent, ..plan_budget(self.budget(), &g) };
         let room = self.backend.context_size().saturating_sub(self.settings.reserve);
         // The plan can relax its target up to its own C − G (a window whose
         // pinned and recent zones leave no room under the threshold): that
@@ -78,7 +95,7 @@ impl Agent {
             counter: self.counter.clone(),
             tools: self.specs.clone(),
             history: history.to_vec(),
-            strategy: self.settings.strategy,
+            strategy: ask.strategy,
             budget,
             config: self.settings.plan.clone(),
             delta: self.settings.delta,
@@ -87,6 +104,7 @@ impl Agent {
             events: tx,
             round,
             tokens_before: g.prompt_tokens,
+            by_hand: ask.by_hand,
         };
         let fut = job.run();
         tokio::pin!(fut);

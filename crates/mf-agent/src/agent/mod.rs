@@ -5,9 +5,12 @@
 //! - [`run`](self::run): the loop itself, round by round;
 //! - [`dispatch`]: one reply's tool calls (validation, approval, execution, results);
 //! - [`compaction`]: the compaction step and its undo;
+//! - [`by_hand`]: what the user does to the history between rounds (a
+//!   compaction asked for, a pin);
 //! - [`exits`]: the closing answer after a dynamic exit;
 //! - [`resume_point`]: the KV file saved for a resume, and loaded on one.
 
+mod by_hand;
 mod compaction;
 mod dispatch;
 mod exits;
@@ -19,6 +22,7 @@ use std::sync::Arc;
 use mf_forgetting::{Budget, ExitConfig, Message, PlanConfig, StrategyKind};
 use mf_inference::{Backend, CancelToken, ChatMessage, GenerateRequest, KvSnapshot, Sampling, StreamEvent, ToolSpec};
 
+pub use by_hand::{HandCompaction, keep_pins, pin};
 pub use dispatch::repair_arguments;
 pub use exits::{ClosingPrompt, closing_request, fit_closing};
 
@@ -276,19 +280,14 @@ impl Agent {
     /// Measures the history: exact prompt tokens and per-zone counts.
     async fn gauge(&self, h: &[Message]) -> Result<Gauge, AgentError> {
         let exact = self.backend.count_tokens(&chat_history(h), &self.specs).await?;
-        let (pinned_end, recent_start) = match mf_forgetting::zones::partition(h, self.settings.recent) {
-            Ok(z) => (z.pinned_end, z.recent_start),
-            Err(_) => (h.len(), h.len()),
-        };
+        let partition = mf_forgetting::zones::partition(h, self.settings.recent).ok();
         let mut zones = [0usize; 3];
         for (i, m) in h.iter().enumerate() {
             let n = self.counter.count_async(m).await;
-            let z = if i < pinned_end {
-                0
-            } else if i < recent_start {
-                1
-            } else {
-                2
+            let z = match partition.as_ref().map_or(mf_forgetting::Zone::Pinned, |z| z.zone_of(i)) {
+                mf_forgetting::Zone::Pinned => 0,
+                mf_forgetting::Zone::Compressible => 1,
+                mf_forgetting::Zone::Recent => 2,
             };
             zones[z] += n;
         }

@@ -220,7 +220,7 @@ impl Agent {
             }
             passes += 1;
             p.compactions += 1;
-            match self.compact(&p.history, g, p.rounds, sink).await? {
+            match self.compact(&p.history, g, p.rounds, self.ask(), sink).await? {
                 Compacted::Done(h2, g2, goal) => {
                     let ev = ExitEvent::Compaction {
                         tokens_before: g.prompt_tokens as usize,

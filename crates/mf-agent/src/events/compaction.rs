@@ -60,6 +60,32 @@ impl PlanRow {
     }
 }
 
+/// A compaction the user asked for, between rounds (the loop's own, over
+/// the threshold, carry none).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub enum ByHand {
+    /// *Compact now*: the strategy on the history as it is, whatever the threshold says.
+    CompactNow,
+    /// *Summarise up to here*: this message, the rest of its chain and every
+    /// message before them (after the pinned zone) are compressible for this
+    /// one compaction; every message after them stays verbatim.
+    UpTo {
+        /// The message's id.
+        message: String,
+    },
+}
+
+impl std::fmt::Display for ByHand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ByHand::CompactNow => f.write_str("compact now"),
+            ByHand::UpTo { message } => write!(f, "summarise up to {message}"),
+        }
+    }
+}
+
 /// How the summary of a compaction was made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -74,10 +100,11 @@ pub enum SummaryBy {
 }
 
 impl AgentEvent {
-    /// The compaction-started event of a plan.
+    /// The compaction-started event of a plan; `by_hand` when the user asked for it.
     #[must_use]
-    pub fn compaction_started(round: u32, tokens_before: u32, plan: &CompactionPlan) -> Self {
+    pub fn compaction_started(round: u32, tokens_before: u32, plan: &CompactionPlan, by_hand: Option<ByHand>) -> Self {
         AgentEvent::CompactionStarted {
+            by_hand,
             round,
             strategy: plan.strategy.as_str().into(),
             tokens_before,

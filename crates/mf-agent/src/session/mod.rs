@@ -17,7 +17,11 @@
 //!   happened, how many tokens it spared, or why it was not loaded ([`KvMiss`]).
 //! - [`Sessions::recover_dead`] marks the sessions of a process that died
 //!   `interrupted` (resumable), with an event for every call it cut off.
+//! - Between runs the user's hand changes a stored session: [`Sessions::pin`]
+//!   keeps a message verbatim, [`Sessions::compact`] compacts now or up to a
+//!   message; both are stored as the loop's changes are.
 
+mod by_hand;
 pub mod kv;
 pub mod spec;
 

@@ -7,6 +7,7 @@ mod harness;
 mod scripted;
 
 mod approvals;
+mod by_hand;
 mod compaction;
 mod exits;
 mod kv;

@@ -169,6 +169,12 @@ reason: string, };
 
 export type SummaryBy = "none" | "model" | "fallback";
 
+export type ByHand = { "kind": "compact_now" } | { "kind": "up_to", 
+/**
+ * The message's id.
+ */
+message: string, };
+
 export type McpOrigin = { 
 /**
  * The server's configured name.
@@ -322,6 +328,11 @@ gauge: Gauge,
  */
 forecast?: Forecast | null, } | { "type": "compaction_started", 
 /**
+ * Set when the user asked for this compaction (after the round it
+ * carries); absent for the loop's own, over the threshold.
+ */
+by_hand?: ByHand, 
+/**
  * The round.
  */
 round: number, 
@@ -420,7 +431,24 @@ notes: Array<string>,
 /**
  * The full `mf_forgetting::CompactionReport`.
  */
-report: unknown, } | { "type": "compaction_failed", 
+report: unknown, } | { "type": "pin", 
+/**
+ * The message the user chose.
+ */
+message: string, 
+/**
+ * Pinned (true) or unpinned (false).
+ */
+pinned: boolean, 
+/**
+ * Every message the change holds for: the chosen one and the other
+ * members of its chain (a call, its results, their interpretation).
+ */
+members: Array<string>, 
+/**
+ * The round after which it happened.
+ */
+round: number, } | { "type": "compaction_failed", 
 /**
  * The round.
  */
