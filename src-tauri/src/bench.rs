@@ -1,8 +1,8 @@
 //! Benchmark commands: an adapter over `mf_bench::orchestrate` (the panel's
 //! options, a run in the background with its `BenchEvent`s forwarded to an
-//! `ipc::Channel`, cancel, export). The run itself is `mf_bench::run_suite`,
-//! the same code `bench-forgetting` runs, at the suite's context window (or
-//! the settings' when larger) with the settings' threads.
+//! `ipc::Channel`, cancel, export). The run itself is `mf_bench::BenchJob`,
+//! the orchestrator `bench-forgetting` runs too, at the suite's context
+//! window (or the settings' when larger) with the settings' threads.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -84,6 +84,9 @@ pub fn start(state: &AppState, request: BenchRequest, send: impl Fn(BenchEvent) 
         // written for it (the `full` condition holds a long one whole).
         n_ctx: orchestrate::SUITE_CONTEXT.max(settings.context),
         threads: settings.threads.and_then(|t| i32::try_from(t).ok()),
+        // One session: the investigation's model may be large, and each
+        // worker holds a context of its own.
+        workers: 1,
     };
     let job = BenchJob::prepare(&request, &env).map_err(request_error)?;
     let run_id = format!("bench-{}", state.next_run_id());

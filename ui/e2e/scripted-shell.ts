@@ -292,7 +292,7 @@ export class ScriptedShell {
     const send = (m: BenchEvent) => internals().runCallback(channel, { index: i++, message: m });
     const steps = ['lookup-01-short × baseline × rep 0', 'lookup-01-short × v1 × rep 0'];
     send({ type: 'started', run_id: 'run-1', total: steps.length });
-    steps.forEach((label, k) => setTimeout(() => send({ type: 'progress', done: k + 1, total: steps.length, label }), 150 * (k + 1)));
+    steps.forEach((label, k) => setTimeout(() => send({ type: 'progress', done: k + 1, total: steps.length, label, work_done: k + 1, work_total: steps.length }), 150 * (k + 1)));
     setTimeout(() => {
       const stat = (mean: number, sd: number, min: number, n: number) => ({ mean, sd, min, n });
       send({

@@ -25,9 +25,15 @@ describe('BenchmarkPanel', () => {
       { models: ['SmolLM2-135M-Instruct.Q4_1.gguf', 'gemma-3-270m-q4_k_m.gguf'], scenarios: ['lookup-short'], conditions: ['baseline', 'v1'], scorers: ['keyword', 'judge'], reps: 1 },
       expect.any(Function),
     );
+    const now = vi.spyOn(Date, 'now').mockReturnValue(1_000_000);
     send({ type: 'started', run_id: 'run-1', total: 8 });
-    send({ type: 'progress', done: 3, total: 8, label: 'lookup-short × v1 × rep 0' });
-    expect(screen.getByTestId('bench-progress').textContent).toBe('3 / 8 · lookup-short × v1 × rep 0');
+    // A quarter of the work (not of the steps) in 10 s: 30 s left.
+    now.mockReturnValue(1_010_000);
+    send({ type: 'progress', done: 3, total: 8, label: 'lookup-short × v1 × rep 0', work_done: 30, work_total: 120 });
+    expect(screen.getByTestId('bench-progress').textContent).toBe('3 / 8 · lookup-short × v1 × rep 0 · about 30 s left');
+    const bar = screen.getByTestId('bench-progress').parentElement!.querySelector('progress')!;
+    expect([bar.value, bar.max]).toEqual([30, 120]);
+    now.mockRestore();
     expect((screen.getByRole('button', { name: 'Run benchmark' }) as HTMLButtonElement).disabled).toBe(true);
     expect(screen.queryByRole('button', { name: 'Export JSON' })).toBeNull();
 

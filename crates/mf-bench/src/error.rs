@@ -108,6 +108,15 @@ pub enum BenchError {
         /// The store's or engine's error.
         source: mf_agent::AgentError,
     },
+    /// One model of a benchmark run could not load or run: the run ends
+    /// there (the models before it have their results).
+    #[error("{model}: {source}")]
+    Model {
+        /// The model's name (its file name, or its name on the server).
+        model: String,
+        /// Why.
+        source: Box<BenchError>,
+    },
     /// The model failed.
     #[error("model error: {0}")]
     Inference(#[from] mf_inference::InferenceError),

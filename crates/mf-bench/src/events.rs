@@ -30,6 +30,11 @@ pub enum BenchEvent {
         total: u64,
         /// What was just done.
         label: String,
+        /// Work done, in steps weighted by their scenario's size (an ETA from
+        /// these is steadier than one from the steps).
+        work_done: u64,
+        /// Work in all, in the same unit.
+        work_total: u64,
     },
     /// One model finished.
     ModelResult {
@@ -115,8 +120,8 @@ mod tests {
 
     #[test]
     fn events_are_tagged_as_the_ui_reads_them() {
-        let v = serde_json::to_value(BenchEvent::Progress { done: 2, total: 6, label: "x".into() }).unwrap();
-        assert_eq!(v, serde_json::json!({"type": "progress", "done": 2, "total": 6, "label": "x"}));
+        let v = serde_json::to_value(BenchEvent::Progress { done: 2, total: 6, label: "x".into(), work_done: 10, work_total: 40 }).unwrap();
+        assert_eq!(v, serde_json::json!({"type": "progress", "done": 2, "total": 6, "label": "x", "work_done": 10, "work_total": 40}));
         assert_eq!(serde_json::to_value(BenchEvent::Finished).unwrap(), serde_json::json!({"type": "finished"}));
     }
 }

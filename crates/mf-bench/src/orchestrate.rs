@@ -1,9 +1,12 @@
-//! A benchmark run as a face starts it: a request checked against the
-//! scenario and model folders ([`BenchJob::prepare`]), then every model one
-//! after the other on a thread of its own ([`spawn`]), each step reported as
-//! a [`BenchEvent`], cancellable through [`BenchRun::cancel`]. The app's
-//! benchmark panel is an adapter over this (parse, call, forward events);
-//! the context size and threads come from the face's settings.
+//! The one orchestrator of the scenario suite, for every face: a checked
+//! job ([`BenchJob`]: the app's request through [`BenchJob::prepare`], the
+//! binary's flags through [`BenchJob::new`]), then every model one after the
+//! other, each on its workers ([`run_suite_parallel`]), each step reported as
+//! a [`BenchEvent`], cancellable through [`BenchRun::cancel`]
+//! ([`BenchJob::execute`]; [`spawn`] runs it on a thread of its own). The
+//! app's benchmark panel and `bench-forgetting` are adapters over this: they
+//! parse, call, and show the events; [`write_results`] keeps the results file
+//! both write.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -18,7 +21,8 @@ use crate::events::BenchEvent;
 use crate::load::{self, LoadedScenario};
 use crate::model::Model;
 use crate::results::ModelResult;
-use crate::run::run_suite;
+use crate::run::{Worker, run_suite_parallel};
+use crate::schema;
 
 /// Repetitions a face may ask for.
 pub const MAX_REPS: u32 = 100;
@@ -112,6 +116,9 @@ pub struct Environment {
     pub n_ctx: u32,
     /// CPU threads (llama.cpp), from the face's settings; `None`: all cores.
     pub threads: Option<i32>,
+    /// Model sessions side by side, each with its own KV cache (and its own
+    /// copy of the model's context); the threads are shared out among them.
+    pub workers: usize,
 }
 
 /// One scenario a face lists.
@@ -138,16 +145,51 @@ pub const SCORERS: [&str; 3] = ["likelihood", "keyword", "judge"];
 /// A checked request, ready to run.
 #[derive(Debug)]
 pub struct BenchJob {
-    models: Vec<PathBuf>,
+    /// Each model's engine; an in-process one carries its threads per worker.
+    models: Vec<mf_agent::EngineChoice>,
     scenarios: Vec<LoadedScenario>,
     cfg: RunConfig,
     n_ctx: u32,
-    threads: Option<i32>,
-    judge: Option<JudgeRequest>,
+    workers: usize,
+    judge: Option<mf_agent::EngineChoice>,
 }
 
 impl BenchJob {
-    /// Checks `request` and loads its scenarios.
+    /// A job from choices a face has already checked (`bench-forgetting`'s
+    /// flags): `models` in order, each run by `workers` sessions side by side
+    /// (an in-process model's `threads` are each worker's), graded by `judge`
+    /// when the judge scorer runs (the model under test when `None`).
+    ///
+    /// # Errors
+    /// [`BenchError::NothingChosen`] (no model, no scenario, no repetition),
+    /// [`BenchError::NoWorkers`], a budget or plan setting out of range.
+    pub fn new(
+        models: Vec<mf_agent::EngineChoice>,
+        scenarios: Vec<LoadedScenario>,
+        cfg: RunConfig,
+        n_ctx: u32,
+        workers: usize,
+        judge: Option<mf_agent::EngineChoice>,
+    ) -> Result<BenchJob> {
+        if models.is_empty() {
+            return Err(BenchError::NothingChosen("model"));
+        }
+        if scenarios.is_empty() {
+            return Err(BenchError::NothingChosen("scenario"));
+        }
+        if cfg.reps == 0 {
+            return Err(BenchError::NothingChosen("repetition"));
+        }
+        if workers == 0 {
+            return Err(BenchError::NoWorkers);
+        }
+        cfg.budget.validate()?;
+        cfg.plan.validate()?;
+        let judge = judge.filter(|_| cfg.scorers.judge);
+        Ok(BenchJob { models, scenarios, cfg, n_ctx, workers, judge })
+    }
+
+    /// Checks `request` (the app's panel) and loads its scenarios.
     ///
     /// # Errors
     /// [`BenchError::NothingChosen`], [`BenchError::RepsOutOfRange`],
@@ -168,6 +210,9 @@ impl BenchJob {
         if let Some(j) = &request.judge {
             j.check()?;
         }
+        let workers = env.workers.max(1);
+        // The face's threads, shared out among the workers.
+        let threads = env.threads.map(|t| (t / i32::try_from(workers).unwrap_or(i32::MAX)).max(1));
         let mut models = Vec::new();
         for m in &request.models {
             let p = PathBuf::from(m);
@@ -175,7 +220,7 @@ impl BenchJob {
             if !path.is_file() {
                 return Err(BenchError::ModelFileMissing(path));
             }
-            models.push(path);
+            models.push(mf_agent::EngineChoice::Embedded { model: path, threads, gpu: false, tool_grammar: false });
         }
         let scenarios: Vec<LoadedScenario> =
             load::load_dir(&env.scenarios_dir, &request.scenarios)?.into_iter().filter(|s| request.scenarios.contains(&s.scenario.id)).collect();
@@ -184,8 +229,8 @@ impl BenchJob {
             return Err(BenchError::UnknownScenarios(missing));
         }
         let cfg = RunConfig { conditions, scorers, reps: request.reps, scenarios_dir: env.scenarios_dir.display().to_string(), ..RunConfig::default() };
-        let judge = request.judge.clone().filter(|_| scorers.judge);
-        Ok(BenchJob { models, scenarios, cfg, n_ctx: env.n_ctx, threads: env.threads, judge })
+        let judge = request.judge.as_ref().map(JudgeRequest::choice);
+        BenchJob::new(models, scenarios, cfg, env.n_ctx, workers, judge)
     }
 
     fn per_model(&self) -> u64 {
@@ -198,48 +243,111 @@ impl BenchJob {
         self.per_model() * self.models.len() as u64
     }
 
-    fn run_model(&self, path: &Path, offset: u64, run: &BenchRun, send: &dyn Fn(BenchEvent)) -> Result<ModelResult> {
-        if run.cancel.is_cancelled() {
-            return Err(BenchError::Cancelled);
+    /// The models' names as the results will carry them, in run order.
+    #[must_use]
+    pub fn model_labels(&self) -> Vec<String> {
+        self.models.iter().map(mf_agent::EngineChoice::model_label).collect()
+    }
+
+    fn run_model(&self, choice: &mf_agent::EngineChoice, index: usize, run: &BenchRun, send: &dyn Fn(BenchEvent)) -> Result<ModelResult> {
+        let mut workers = Vec::with_capacity(self.workers);
+        for _ in 0..self.workers {
+            if run.cancel.is_cancelled() {
+                return Err(BenchError::Cancelled);
+            }
+            let model = Model::load(choice, self.n_ctx)?.with_cancel(run.cancel.clone());
+            let judge = match &self.judge {
+                Some(j) => Some(Model::load(j, self.n_ctx)?.with_cancel(run.cancel.clone())),
+                None => None,
+            };
+            workers.push(Worker { model, judge });
         }
-        let choice = mf_agent::EngineChoice::Embedded { model: path.to_path_buf(), threads: self.threads, gpu: false, tool_grammar: false };
-        let model = Model::load(&choice, self.n_ctx)?.with_cancel(run.cancel.clone());
-        let judge = match &self.judge {
-            Some(j) => Some(j.load(self.n_ctx)?.with_cancel(run.cancel.clone())),
-            None => None,
-        };
-        let total = self.total();
-        run_suite(&model, judge.as_ref(), &self.scenarios, &self.cfg, &mut |p| {
-            send(BenchEvent::Progress { done: offset + p.done, total, label: p.label });
-        })
+        let local = workers[0].model.reports_kv;
+        let (total, before, models) = (self.total(), index as u64, self.models.len() as u64);
+        let mut r = run_suite_parallel(workers, &self.scenarios, &self.cfg, &mut |p| {
+            // Every model runs the same steps: the models before this one did all of theirs.
+            send(BenchEvent::Progress {
+                done: self.per_model() * before + p.done,
+                total,
+                label: p.label,
+                work_done: p.work_total * before + p.work_done,
+                work_total: p.work_total * models,
+            });
+        })?;
+        if local && let mf_agent::EngineChoice::Embedded { threads: Some(t), .. } = choice {
+            r.speed.threads_per_worker = Some(*t);
+        }
+        Ok(r)
+    }
+
+    /// Runs every model in turn on this thread, reporting `started`,
+    /// progress and one `model_result` per model (not `finished`,
+    /// `cancelled` or `error`: the caller has the outcome). Returns every
+    /// model's results.
+    ///
+    /// # Errors
+    /// [`BenchError::Cancelled`] when the run was cancelled (no result for
+    /// the model it was on); [`BenchError::Model`] naming the model whose
+    /// load or run failed.
+    pub fn execute(&self, run_id: &str, run: &BenchRun, send: &dyn Fn(BenchEvent)) -> Result<Vec<ModelResult>> {
+        send(BenchEvent::Started { run_id: run_id.to_owned(), total: self.total() });
+        let mut all = Vec::with_capacity(self.models.len());
+        for (i, choice) in self.models.iter().enumerate() {
+            let outcome = self.run_model(choice, i, run, send);
+            if run.cancel.is_cancelled() {
+                return Err(BenchError::Cancelled);
+            }
+            let r = outcome.map_err(|e| BenchError::Model { model: choice.model_label(), source: Box::new(e) })?;
+            if let Ok(mut kept) = run.results.lock() {
+                kept.push(r.clone());
+            }
+            send(BenchEvent::ModelResult { result: Box::new(r.clone()) });
+            all.push(r);
+        }
+        Ok(all)
     }
 
     /// Runs every model in turn on this thread: `started`, progress, one
     /// `model_result` per model, then `finished`, or `cancelled` / `error`
     /// (which end the run).
     pub fn run(&self, run_id: &str, run: &BenchRun, send: &dyn Fn(BenchEvent)) {
-        send(BenchEvent::Started { run_id: run_id.to_owned(), total: self.total() });
-        for (i, path) in self.models.iter().enumerate() {
-            let outcome = self.run_model(path, self.per_model() * i as u64, run, send);
-            match outcome {
-                _ if run.cancel.is_cancelled() => {
-                    send(BenchEvent::Cancelled);
-                    return;
-                }
-                Ok(r) => {
-                    if let Ok(mut all) = run.results.lock() {
-                        all.push(r.clone());
-                    }
-                    send(BenchEvent::ModelResult { result: Box::new(r) });
-                }
-                Err(e) => {
-                    send(BenchEvent::Error { message: format!("{}: {e}", path.display()) });
-                    return;
-                }
-            }
+        match self.execute(run_id, run, send) {
+            Ok(_) => send(BenchEvent::Finished),
+            Err(BenchError::Cancelled) => send(BenchEvent::Cancelled),
+            Err(e) => send(BenchEvent::Error { message: e.to_string() }),
         }
-        send(BenchEvent::Finished);
     }
+}
+
+/// The results JSON of a run (an array with one object per model, what
+/// `bench-forgetting --json` prints), checked against the documented schema,
+/// and written to `out` when one is given. A run of an hour is not thrown
+/// away for a schema mismatch: the results then go beside `out` as
+/// `NAME.rejected.json`, and the error says where.
+///
+/// # Errors
+/// [`BenchError::Schema`] (the results were kept as said), [`BenchError::WriteFile`].
+pub fn write_results(results: &[ModelResult], out: Option<&Path>) -> Result<String> {
+    let json = serde_json::to_string_pretty(results)?;
+    let write = |path: &Path| std::fs::write(path, &json).map_err(|source| BenchError::WriteFile { path: path.to_path_buf(), source });
+    if let Err(e) = schema::validate_results(&serde_json::from_str(&json)?) {
+        return Err(match out {
+            Some(out) => {
+                let kept = out.with_extension("rejected.json");
+                write(&kept)?;
+                let why = match e {
+                    BenchError::Schema(why) => why,
+                    other => other.to_string(),
+                };
+                BenchError::Schema(format!("{why}; the results were written to {} instead of {}", kept.display(), out.display()))
+            }
+            None => e,
+        });
+    }
+    if let Some(out) = out {
+        write(out)?;
+    }
+    Ok(json)
 }
 
 /// A run in progress: its cancel token and its results so far.
@@ -284,6 +392,7 @@ mod tests {
             scenarios_dir: Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/compaction"),
             n_ctx: 4096,
             threads: Some(1),
+            workers: 1,
         }
     }
 
@@ -337,7 +446,51 @@ mod tests {
         let j = judge("openai", "http://127.0.0.1:8080/v1", "big-judge");
         assert!(BenchJob::prepare(&BenchRequest { judge: j.clone(), ..request() }, &e).unwrap().judge.is_none());
         let with = BenchJob::prepare(&BenchRequest { judge: j.clone(), scorers: vec!["keyword".into(), "judge".into()], ..request() }, &e).unwrap();
-        assert_eq!(with.judge, j);
+        assert_eq!(with.judge, j.as_ref().map(JudgeRequest::choice));
+        // The face's threads are shared out among its workers.
+        let two = BenchJob::prepare(&request(), &Environment { threads: Some(4), workers: 2, ..e.clone() }).unwrap();
+        assert_eq!(two.workers, 2);
+        assert!(matches!(&two.models[0], mf_agent::EngineChoice::Embedded { threads: Some(2), .. }), "{:?}", two.models[0]);
+    }
+
+    #[test]
+    fn a_job_from_flags_is_checked_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = env(dir.path());
+        std::fs::write(dir.path().join("m.gguf"), b"x").unwrap();
+        let job = BenchJob::prepare(&request(), &e).unwrap();
+        let model = || job.models.clone();
+        let new = |models, scenarios: Vec<LoadedScenario>, cfg: RunConfig, workers| BenchJob::new(models, scenarios, cfg, 4096, workers, None);
+        assert!(matches!(new(vec![], job.scenarios.clone(), job.cfg.clone(), 1).unwrap_err(), BenchError::NothingChosen("model")));
+        assert!(matches!(new(model(), vec![], job.cfg.clone(), 1).unwrap_err(), BenchError::NothingChosen("scenario")));
+        assert!(matches!(
+            new(model(), job.scenarios.clone(), RunConfig { reps: 0, ..job.cfg.clone() }, 1).unwrap_err(),
+            BenchError::NothingChosen("repetition")
+        ));
+        assert!(matches!(new(model(), job.scenarios.clone(), job.cfg.clone(), 0).unwrap_err(), BenchError::NoWorkers));
+        let mut bad = job.cfg.clone();
+        bad.budget.reserve = bad.budget.context;
+        assert!(new(model(), job.scenarios.clone(), bad, 1).is_err(), "a budget with no room is refused before a model loads");
+    }
+
+    #[test]
+    fn results_that_miss_the_schema_are_kept_beside_the_file_asked_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("r.json");
+        // An empty run is valid JSON for the schema (an array of models).
+        assert_eq!(write_results(&[], Some(&out)).unwrap().trim(), "[]");
+        assert_eq!(std::fs::read_to_string(&out).unwrap().trim(), "[]");
+        let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/suite-smollm2-short-likelihood.json");
+        let mut bad: Vec<ModelResult> = serde_json::from_str(&std::fs::read_to_string(committed).unwrap()).unwrap();
+        assert!(write_results(&bad, None).is_ok(), "a committed results file passes");
+        // Not a number: serialised as null, which the schema refuses.
+        bad[0].wall_s = f64::NAN;
+        let err = write_results(&bad, Some(&dir.path().join("s.json"))).unwrap_err().to_string();
+        let kept = dir.path().join("s.rejected.json");
+        assert!(err.contains(&kept.display().to_string()) && err.contains("instead of"), "{err}");
+        assert!(kept.is_file() && !dir.path().join("s.json").exists());
+        let unwritable = dir.path().join("no-such-dir").join("r.json");
+        assert!(matches!(write_results(&[], Some(&unwritable)).unwrap_err(), BenchError::WriteFile { path, .. } if path == unwritable));
     }
 
     #[test]

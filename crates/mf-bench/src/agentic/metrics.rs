@@ -152,7 +152,13 @@ impl RunFailure {
     /// The failure of a run that ended on `e`.
     #[must_use]
     pub fn of(e: &BenchError) -> RunFailure {
-        let kind = match e {
+        RunFailure { kind: Self::kind(e).to_owned(), message: e.to_string() }
+    }
+
+    /// The kind of `e` (a model's error is the kind of what it wraps).
+    fn kind(e: &BenchError) -> &'static str {
+        match e {
+            BenchError::Model { source, .. } => Self::kind(source),
             BenchError::Loop(mf_agent::AgentError::Inference(_)) | BenchError::Inference(_) => "model",
             BenchError::Loop(_) | BenchError::Forgetting(_) => "loop",
             BenchError::Replay { .. } => "store",
@@ -170,8 +176,7 @@ impl RunFailure {
             BenchError::NoWorkers | BenchError::WorkerPanicked | BenchError::Thread(_) | BenchError::Runtime(_) => "harness",
             BenchError::Json(_) | BenchError::Schema(_) => "results",
             BenchError::Cancelled => "cancelled",
-        };
-        RunFailure { kind: kind.to_owned(), message: e.to_string() }
+        }
     }
 }
 

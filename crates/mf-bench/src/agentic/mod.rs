@@ -19,6 +19,7 @@
 
 pub mod calibrate;
 pub mod driver;
+pub mod job;
 pub mod metrics;
 pub mod scoring;
 pub mod server;
@@ -33,6 +34,7 @@ use mf_inference::Backend;
 use serde::{Deserialize, Serialize};
 
 pub use driver::{Driver, RouteDriven, WatchedTools};
+pub use job::{AgenticJob, AgenticModel, progress_line, write_agentic};
 pub use metrics::{
     AGENTIC_SCHEMA, AgenticResult, AgenticRun, AgenticSettings, FAILED, ProbeOutcome, Retention, RunFailure, StrategySummary, judge_answer, markdown, numbers,
     retention, summarise, validate_agentic,

@@ -4,17 +4,14 @@
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 use mf_agent::{EngineChoice, KeySource};
-use mf_bench::agentic::{self, AgenticConfig, AgenticResult, AgenticStrategy};
-use mf_bench::run::{Worker, run_suite_parallel};
-use mf_bench::{Condition, Model, ModelResult, RunConfig, Scorers, load, report, schema};
+use mf_bench::agentic::{self, AgenticConfig, AgenticJob, AgenticModel, AgenticStrategy};
+use mf_bench::{BenchEvent, BenchJob, BenchRun, Condition, ModelResult, RunConfig, Scorers, load, orchestrate, report, schema};
 use mf_forgetting::Budget;
 use mf_inference::http::ServerKind;
-use mf_inference::{LlamaConfig, LlamaSession};
 
 /// Measure what compaction strategies keep: compact each scenario under each
 /// condition, ask its probes, score the answers (keywords and a model judge
@@ -362,7 +359,13 @@ fn run(cli: Cli) -> Result<()> {
 
 fn run_agentic(a: AgenticArgs) -> Result<()> {
     let worlds = agentic::load_worlds(&a.worlds, &a.filter)?;
-    let driver = agentic::Driver::parse(&a.driver)?;
+    let model = AgenticModel {
+        path: a.model.clone(),
+        n_ctx: a.n_ctx,
+        threads: a.threads,
+        tool_grammar: !a.no_tool_grammar,
+        score_ctx: (!a.no_likelihood).then_some(a.score_ctx),
+    };
     let cfg = AgenticConfig {
         strategies: AgenticStrategy::parse_list(&a.strategies)?,
         reserve: a.reserve,
@@ -371,134 +374,29 @@ fn run_agentic(a: AgenticArgs) -> Result<()> {
         summary_max_tokens: a.summary_tokens,
         max_rounds: a.max_rounds,
         port: a.port,
-        driver,
+        driver: agentic::Driver::parse(&a.driver)?,
         server_dies_after: None,
         trace: a.trace.clone(),
         store: a.store.clone().map(|db| agentic::StoreTarget {
             db,
-            engine: mf_agent::EngineChoice::Embedded { model: a.model.clone(), threads: a.threads, gpu: false, tool_grammar: !a.no_tool_grammar },
+            engine: mf_agent::EngineChoice::Embedded { model: a.model.clone(), threads: a.threads, gpu: false, tool_grammar: model.tool_grammar },
         }),
     };
-    if a.threads.is_some_and(|t| t < 1) {
-        bail!("--threads must be at least 1");
-    }
-    let tool_grammar = !a.no_tool_grammar;
-    let mut lc = LlamaConfig::new(&a.model).with_n_ctx(a.n_ctx);
-    lc.n_threads = a.threads;
-    lc.tool_grammar = tool_grammar;
-    let session = Arc::new(LlamaSession::load(lc).with_context(|| format!("cannot load {}", a.model.display()))?);
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let job = AgenticJob::new(model, worlds, &a.worlds, cfg)?;
     let t0 = std::time::Instant::now();
-    let info = mf_inference::Backend::model_info(session.as_ref());
-    let threshold =
-        u32::try_from(Budget { context: a.n_ctx as usize, reserve: a.reserve as usize, ratio: a.ratio, ..Budget::default() }.threshold()).unwrap_or(u32::MAX);
-    let settings = agentic::AgenticSettings {
-        backend: info.backend.clone(),
-        driver: driver.as_str().to_owned(),
-        n_ctx: info.context_size,
-        reserve: a.reserve,
-        ratio: a.ratio,
-        threshold,
-        max_result_chars: a.max_result_chars,
-        summary_max_tokens: a.summary_tokens,
-        max_rounds: a.max_rounds,
-        sampling: "greedy, thinking off".to_owned(),
-        tool_grammar,
-        worlds: worlds.iter().map(|w| w.world.id.clone()).collect(),
-        worlds_dir: a.worlds.display().to_string(),
-        score_ctx: (!a.no_likelihood).then_some(a.score_ctx),
-    };
-    // The scorer: a second session on the same file whose window holds a
-    // world's uncompacted history (the runs' window is kept small on purpose).
-    let scorer = if a.no_likelihood {
-        None
-    } else {
-        let mut sc = LlamaConfig::new(&a.model).with_n_ctx(a.score_ctx);
-        sc.n_threads = a.threads;
-        Some(LlamaSession::load(sc).with_context(|| format!("cannot load {} for scoring (window {})", a.model.display(), a.score_ctx))?)
-    };
-    // The window the scorer really has (a model clamps it to its training context).
-    let mut settings = settings;
-    settings.score_ctx = scorer.as_ref().map(mf_inference::Backend::context_size);
-    let strategy_names: Vec<&str> = cfg.strategies.iter().map(|s| s.as_str()).collect();
-    let write = |runs: &[agentic::AgenticRun]| -> Result<String> {
-        let result = AgenticResult {
-            model: info.name.clone(),
-            summary: agentic::summarise(runs, &cfg.strategies),
-            runs: runs.to_vec(),
-            settings: settings.clone(),
-            wall_s: t0.elapsed().as_secs_f64(),
-            likelihood: agentic::likelihood_summary(runs, &strategy_names),
-        };
-        let json = serde_json::to_string_pretty(&vec![result])?;
-        agentic::validate_agentic(&serde_json::from_str(&json)?)?;
-        if let Some(out) = &a.out {
-            std::fs::write(out, &json).with_context(|| format!("cannot write {}", out.display()))?;
+    let result = job.execute(a.out.as_deref(), &mut |runs| {
+        if let Some(line) = agentic::progress_line(runs, t0.elapsed().as_secs_f64()) {
+            eprintln!("{line}");
         }
-        Ok(json)
-    };
-    let mut clear = || -> mf_bench::Result<Arc<dyn mf_inference::Backend>> {
-        // Every run starts from an empty KV cache: greedy replies after a
-        // reused prefix can differ from a fresh decode, so without this the
-        // first strategy of a world would run under other conditions.
-        session.clear_blocking().map_err(mf_bench::BenchError::Inference)?;
-        let backend: Arc<dyn mf_inference::Backend> = session.clone();
-        Ok(backend)
-    };
-    let mut progress = |runs: &[agentic::AgenticRun]| -> Result<()> {
-        let Some(r) = runs.last() else { return Ok(()) };
-        let at = t0.elapsed().as_secs_f64();
-        if let Some(l) = &r.likelihood {
-            // Called again after a world's scoring: say what it found.
-            let scored: Vec<&agentic::AgenticRun> = runs.iter().filter(|x| x.world == r.world && x.likelihood.is_some()).collect();
-            let unscored: usize = scored.iter().filter_map(|x| x.likelihood.as_ref()).map(|l| l.unscored.len()).sum();
-            eprintln!(
-                "[{at:>6.0} s] {}: scored by likelihood on {} run(s) (ceiling: the {} run's {} messages){}",
-                r.world,
-                scored.len(),
-                l.ceiling_from,
-                l.ceiling_messages,
-                if unscored > 0 { format!(", {unscored} probe score(s) missing (see `unscored`)") } else { String::new() }
-            );
-            return write(runs).map(drop);
-        }
-        match &r.failure {
-            Some(f) => eprintln!("[{at:>6.0} s] {} · {} · {}: FAILED ({}): {}", r.world, r.driver, r.strategy, f.kind, f.message),
-            None => eprintln!(
-                "[{at:>6.0} s] {} · {} · {}: {} rounds, route {}/{}, compactions {} planned / {} done / {} refused, peak {:.0} %, exit {}, facts fetched {} · kept {}+{} · in answer {}/{}{}",
-                r.world,
-                r.driver,
-                r.strategy,
-                r.rounds,
-                r.route_fetched,
-                r.route_total,
-                r.compactions,
-                r.compactions_done,
-                r.compactions_refused,
-                r.peak_use() * 100.0,
-                r.exit,
-                r.facts_fetched,
-                r.facts_verbatim,
-                r.facts_in_summary,
-                r.facts_held,
-                r.probes.len(),
-                if r.confabulated { ", confabulated" } else { "" }
-            ),
-        }
-        write(runs).map(drop)
-    };
-    let worlds: Vec<&agentic::World> = worlds.iter().map(|lw| &lw.world).collect();
-    let scorer_backend = scorer.as_ref().map(|s| s as &dyn mf_inference::Backend);
-    let runs = agentic::run_all(&rt, &worlds, &cfg, &mut clear, scorer_backend, &mut progress)?;
-    let json = write(&runs)?;
+    })?;
     if a.json {
-        println!("{json}");
+        println!("{}", agentic::write_agentic(&result, None)?);
     } else {
-        print!("{}", agentic::markdown(&serde_json::from_str::<Vec<AgenticResult>>(&json)?));
+        print!("{}", agentic::markdown(std::slice::from_ref(&result)));
     }
-    let failed = runs.iter().filter(|r| r.failure.is_some()).count();
+    let failed = result.runs.iter().filter(|r| r.failure.is_some()).count();
     if failed > 0 {
-        return Err(RunsFailed { failed, total: runs.len() }.into());
+        return Err(RunsFailed { failed, total: result.runs.len() }.into());
     }
     Ok(())
 }
@@ -524,11 +422,6 @@ impl std::fmt::Display for RunsFailed {
 }
 
 impl std::error::Error for RunsFailed {}
-
-fn load_model(entry: &ModelEntry, a: &RunArgs, threads: Option<i32>) -> Result<Model> {
-    let choice = entry.choice(threads)?;
-    Model::load(&choice, a.n_ctx).with_context(|| format!("cannot load {}", choice.model_label()))
-}
 
 /// The Ollama server a bare model name runs on: `OLLAMA_HOST` (with or
 /// without a scheme), else Ollama's default address.
@@ -620,67 +513,50 @@ fn bench(a: RunArgs) -> Result<()> {
         ..RunConfig::default()
     };
     let (n_workers, per_worker) = split_threads(&a)?;
-    let mut all = Vec::new();
-    for spec in &specs {
-        let mut workers = Vec::new();
-        for _ in 0..n_workers {
-            let model = load_model(spec, &a, Some(per_worker))?;
-            let judge = match &a.judge_model {
-                Some(m) if cfg.scorers.judge => {
-                    let entry = ModelEntry { model: m.clone(), ollama: a.judge_ollama.clone(), openai: a.judge_openai.clone() };
-                    Some(load_model(&entry, &a, Some(per_worker)).context("the judge")?)
-                }
-                _ => None,
-            };
-            workers.push(Worker { model, judge });
-        }
-        let name = workers[0].model.info().name.clone();
-        let local = workers[0].model.reports_kv;
-        // The bar counts work (steps weighted by their scenario's size), so
-        // its ETA does not lurch between a long scenario's steps and a short one's.
-        let bar = indicatif::ProgressBar::new(0);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template("{prefix} [{elapsed_precise}] {wide_bar} {percent:>3}% ETA {eta} {msg}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        bar.set_prefix(name);
-        let started = std::time::Instant::now();
-        let mut on_progress = |p: mf_bench::run::Progress| {
-            let elapsed = started.elapsed().as_secs_f64();
-            // Without a terminal (a log file) the bar is hidden: print one line per step instead.
+    let models = specs.iter().map(|s| s.choice(Some(per_worker))).collect::<Result<Vec<_>>>()?;
+    let judge = match &a.judge_model {
+        Some(m) => Some(
+            ModelEntry { model: m.clone(), ollama: a.judge_ollama.clone(), openai: a.judge_openai.clone() }.choice(Some(per_worker)).context("the judge")?,
+        ),
+        None => None,
+    };
+    let job = BenchJob::new(models, scenarios, cfg, a.n_ctx, n_workers, judge)?;
+    // The bar counts work (steps weighted by their scenario's size), so its
+    // ETA does not lurch between a long scenario's steps and a short one's.
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{prefix} [{elapsed_precise}] {wide_bar} {percent:>3}% ETA {eta} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let labels = job.model_labels();
+    bar.set_prefix(labels.first().cloned().unwrap_or_default());
+    let finished = std::cell::Cell::new(0usize);
+    let started = std::time::Instant::now();
+    let show = |e: BenchEvent| match e {
+        BenchEvent::Progress { done, total, label, work_done, work_total } => {
+            // Without a terminal (a log file) the bar is hidden: one line per step instead.
             if bar.is_hidden() {
-                let eta = (p.work_done > 0).then(|| elapsed * (p.work_total - p.work_done.min(p.work_total)) as f64 / p.work_done as f64);
+                let elapsed = started.elapsed().as_secs_f64();
+                let eta = (work_done > 0).then(|| elapsed * (work_total - work_done.min(work_total)) as f64 / work_done as f64);
                 let eta = eta.map_or_else(|| "?".to_owned(), |s| format!("{s:.0} s"));
-                eprintln!("[{elapsed:>6.0} s, ETA {eta}] {}/{} {}", p.done, p.total, p.label);
+                eprintln!("[{elapsed:>6.0} s, ETA {eta}] {done}/{total} {label}");
             }
-            bar.set_length(p.work_total);
-            bar.set_position(p.work_done);
-            bar.set_message(format!("{}/{} {}", p.done, p.total, p.label));
-        };
-        let mut r = run_suite_parallel(workers, &scenarios, &cfg, &mut on_progress)?;
-        if local {
-            r.speed.threads_per_worker = Some(per_worker);
+            bar.set_length(work_total);
+            bar.set_position(work_done);
+            bar.set_message(format!("{done}/{total} {label}"));
         }
-        bar.finish_and_clear();
-        if !a.json {
-            print!("{}", report::markdown(std::slice::from_ref(&r)));
+        BenchEvent::ModelResult { result } => {
+            finished.set(finished.get() + 1);
+            bar.set_prefix(labels.get(finished.get()).cloned().unwrap_or_default());
+            if !a.json {
+                bar.suspend(|| print!("{}", report::markdown(std::slice::from_ref(&result))));
+            }
         }
-        all.push(r);
-    }
-    let json = serde_json::to_string_pretty(&all)?;
-    if let Err(e) = schema::validate_results(&serde_json::from_str(&json)?) {
-        // A run of an hour is not thrown away for a schema mismatch: the
-        // results go beside the file asked for, and the error says where.
-        if let Some(out) = &a.out {
-            let kept = out.with_extension("rejected.json");
-            std::fs::write(&kept, &json).with_context(|| format!("cannot write {}", kept.display()))?;
-            bail!("{e}; the results were written to {} instead of {}", kept.display(), out.display());
-        }
-        return Err(e.into());
-    }
-    if let Some(out) = &a.out {
-        std::fs::write(out, &json).with_context(|| format!("cannot write {}", out.display()))?;
-    }
+        _ => {}
+    };
+    let results = job.execute("bench-forgetting", &BenchRun::default(), &show);
+    bar.finish_and_clear();
+    let json = orchestrate::write_results(&results?, a.out.as_deref())?;
     if a.json {
         let mut stdout = std::io::stdout().lock();
         writeln!(stdout, "{json}")?;

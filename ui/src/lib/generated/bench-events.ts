@@ -668,7 +668,16 @@ total: number,
 /**
  * What was just done.
  */
-label: string, } | { "type": "model_result", 
+label: string, 
+/**
+ * Work done, in steps weighted by their scenario's size (an ETA from
+ * these is steadier than one from the steps).
+ */
+work_done: number, 
+/**
+ * Work in all, in the same unit.
+ */
+work_total: number, } | { "type": "model_result", 
 /**
  * Everything measured for it.
  */
