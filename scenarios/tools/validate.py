@@ -17,7 +17,9 @@ Two kinds of findings:
   from the pinned zone and the last 2 messages, a keyword that also appears in
   the probe question, a required keyword that never occurs in the conversation,
   a size outside the length's target, ...). With --strict they are errors too;
-  this team's own set is kept at zero warnings.
+  this team's own set is kept at zero warnings. A scenario exported from an
+  investigation (its `origin` names it) keeps its real size: the size targets
+  do not apply to it, every other rule does.
 
 Wrong answers for the likelihood scorer's choice test (a probe's optional `wrong`,
 a world probe's optional `wrong_answers`) are errors when empty, repeated, equal
@@ -43,8 +45,11 @@ DIMENSIONS = ["fact_retention", "causal_fidelity", "contradiction_awareness", "t
 DIM_SHORT = {"fact_retention": "fact", "causal_fidelity": "causal", "contradiction_awareness": "contra",
              "temporal_ordering": "temporal", "entity_recall": "entity"}
 
-TOP_KEYS = {"id", "class", "length", "title", "messages", "probes"}
-TOP_REQUIRED = TOP_KEYS
+TOP_KEYS = {"id", "class", "length", "title", "messages", "probes", "origin"}
+# `origin` marks a scenario exported from an investigation (`mf replay ID --export DIR`): it keeps the investigation's
+# real size, so the size targets below (design rules for written scenarios) do not apply to it.
+TOP_REQUIRED = TOP_KEYS - {"origin"}
+ORIGIN_KEYS = {"investigation": int, "model": str, "transcript_messages": int}
 MSG_KEYS = {"id", "role", "content", "tool_calls", "tool_call_id", "name", "is_error"}
 CALL_KEYS = {"id", "name", "arguments"}
 PROBE_KEYS = {"id", "question", "dimension", "required", "partial", "reference", "wrong"}
@@ -163,8 +168,25 @@ class Checker:
             self.err("probes", "must be an array")
             probes = []
         self.check_probes(probes, msgs, question_idx)
-        self.check_size(doc, msgs, probes)
+        if "origin" in doc:
+            self.check_origin(doc["origin"], msgs)
+        else:
+            self.check_size(doc, msgs, probes)
         return doc
+
+    def check_origin(self, origin, msgs: list) -> None:
+        if not isinstance(origin, dict):
+            self.err("origin", "must be an object")
+            return
+        for k in sorted(set(origin) - set(ORIGIN_KEYS)):
+            self.err(f"origin.{k}", "unknown field")
+        for k, t in ORIGIN_KEYS.items():
+            v = origin.get(k)
+            if not isinstance(v, t) or isinstance(v, bool):
+                self.err(f"origin.{k}", f"missing or not a {t.__name__}")
+        n = origin.get("transcript_messages")
+        if isinstance(n, int) and n < len(msgs):
+            self.err("origin.transcript_messages", f"{n} is fewer than the {len(msgs)} messages the file holds")
 
     # ------------------------------------------------------------------
     def check_messages(self, msgs: list) -> int | None:

@@ -45,6 +45,7 @@ pub mod condition;
 pub mod config;
 pub mod error;
 pub mod events;
+pub mod export;
 pub mod judge;
 pub mod keyword;
 pub mod kv;

@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use anyhow::{Context as _, bail};
 use mf_agent::Sessions;
+use mf_bench::export::{UserProbe, export_session};
 use mf_bench::replay::{DEFAULT_SCORE_CONTEXT, ReplayRequest, markdown, replay_session};
 
 use crate::terminal::printable;
@@ -40,6 +41,16 @@ pub struct ReplayArgs {
     /// Also write the JSON result to this file.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Instead of replaying, write the investigation into this folder as a
+    /// scenario of the suite (`investigation-ID.json`): its messages up to
+    /// its first compaction point, probes from `--probe` and then from what
+    /// it did next. No model is loaded.
+    #[arg(long, conflicts_with_all = ["json", "out", "model", "score_ctx", "points", "strategies"])]
+    pub export: Option<PathBuf>,
+    /// With `--export`: a probe of your own, `"QUESTION => ANSWER"` (repeat
+    /// the flag for more; they come before the ones taken from the investigation).
+    #[arg(long = "probe", requires = "export", value_name = "QUESTION => ANSWER")]
+    pub probes: Vec<String>,
 }
 
 /// Replays investigation `a.id`, prints the tables (or JSON), writes `--out`.
@@ -50,6 +61,9 @@ pub struct ReplayArgs {
 pub async fn run(a: ReplayArgs) -> anyhow::Result<()> {
     let db = a.db.clone().unwrap_or_else(crate::investigate::default_db);
     let sessions = Sessions::at_db(&db);
+    if let Some(dir) = &a.export {
+        return export(&sessions, &db, &a, dir);
+    }
     let mut strategies = Vec::new();
     for s in &a.strategies {
         strategies.push(mf_agent::parse_strategy(s.trim()).map_err(|e| crate::UsageError(format!("--strategies: {e}")))?);
@@ -82,6 +96,29 @@ pub async fn run(a: ReplayArgs) -> anyhow::Result<()> {
     } else {
         // The question and the tool results are the investigation's: untrusted text.
         print!("{}", printable(&markdown(&result)));
+    }
+    Ok(())
+}
+
+/// `mf replay ID --export DIR`: the scenario file, and what the export left out.
+fn export(sessions: &Sessions, db: &std::path::Path, a: &ReplayArgs, dir: &std::path::Path) -> anyhow::Result<()> {
+    let mut probes = Vec::new();
+    for p in &a.probes {
+        probes.push(p.parse::<UserProbe>().map_err(|e| crate::UsageError(format!("--probe {e}")))?);
+    }
+    let (path, exported) = export_session(sessions, a.id, dir, &probes, a.targets).with_context(|| format!("store {}", db.display()))?;
+    let s = &exported.scenario;
+    println!(
+        "{}: {} messages (of {}), {} probe(s); `bench-forgetting --scenarios {}` runs it",
+        path.display(),
+        s.messages.len(),
+        s.origin.as_ref().map_or(s.messages.len(), |o| o.transcript_messages),
+        s.probes.len(),
+        dir.display()
+    );
+    for note in &exported.notes {
+        // Notes quote the investigation's replies: untrusted text.
+        eprintln!("note: {}", printable(note));
     }
     Ok(())
 }

@@ -124,6 +124,25 @@ pub struct Scenario {
     pub messages: Vec<Message>,
     /// The probes.
     pub probes: Vec<Probe>,
+    /// Where a scenario exported from an investigation came from
+    /// (`mf replay ID --export DIR`); absent in written ones. Such a file
+    /// keeps the investigation's real size, so the size targets that written
+    /// scenarios are held to do not apply to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<Origin>,
+}
+
+/// The investigation an exported scenario was taken from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Origin {
+    /// Its id in the session store it was exported from.
+    pub investigation: i64,
+    /// The model it ran on.
+    pub model: String,
+    /// The messages it had in all: the file holds those before its first
+    /// compaction point; the replies after it are the probes' references.
+    pub transcript_messages: usize,
 }
 
 impl Scenario {
