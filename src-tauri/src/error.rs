@@ -59,7 +59,7 @@ impl From<mf_agent::AgentError> for CommandError {
         let code = match &e {
             E::Inference(i) if i.is_load_error() => "model_load",
             E::Inference(_) => "model",
-            E::Store(_) | E::StoredJson(_) => "store",
+            E::Store(_) | E::StoredJson(_) | E::StoreFile { .. } | E::StoreCorrupt { .. } => "store",
             E::InvalidSetting(_) => "invalid_settings",
             E::NotFound(_) | E::NoSuchMessage(_) => "not_found",
             E::Busy(_) => "busy",

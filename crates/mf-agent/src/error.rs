@@ -12,6 +12,27 @@ pub enum AgentError {
     /// A stored row could not be decoded.
     #[error("session store: bad stored JSON: {0}")]
     StoredJson(#[from] serde_json::Error),
+    /// A store error, with the store's file.
+    #[error("session store {}: {}", path.display(), inner_message(source))]
+    StoreFile {
+        /// The store's file.
+        path: std::path::PathBuf,
+        /// What failed ([`AgentError::Store`] or [`AgentError::StoredJson`]).
+        source: Box<AgentError>,
+    },
+    /// The store's file is damaged (SQLite reports corruption, or it is not
+    /// a database): nothing more is written to it in this process.
+    #[error(
+        "the session store {} is damaged ({detail}); nothing more is written to it. Move it aside and start again (a new, empty store is made), or recover what it holds: `sqlite3 {} .recover | sqlite3 recovered.db`, then put recovered.db in its place",
+        path.display(),
+        path.display()
+    )]
+    StoreCorrupt {
+        /// The store's file.
+        path: std::path::PathBuf,
+        /// What SQLite said.
+        detail: String,
+    },
     /// A setting is out of range.
     #[error("invalid setting: {0}")]
     InvalidSetting(String),
@@ -48,4 +69,13 @@ pub enum AgentError {
         /// The system's message.
         reason: String,
     },
+}
+
+/// The message of a wrapped store error without its own "session store:" prefix.
+fn inner_message(e: &AgentError) -> String {
+    match e {
+        AgentError::Store(e) => e.to_string(),
+        AgentError::StoredJson(e) => format!("bad stored JSON: {e}"),
+        other => other.to_string(),
+    }
 }

@@ -1,7 +1,7 @@
 //! The session store: investigations, messages and events in SQLite (WAL),
 //! each written as it happens so a `kill -9` loses nothing committed.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use mf_forgetting::Message;
 use rusqlite::{Connection, params};
@@ -79,14 +79,218 @@ pub struct InvestigationRow {
     pub events: i64,
 }
 
-/// The store.
+/// The store: its file, and the connection to it. Every error it returns
+/// names the file ([`AgentError::StoreFile`]); a file SQLite reports as
+/// damaged is [`AgentError::StoreCorrupt`] and is not written to again by
+/// this process.
 pub struct Store {
+    db: Db,
+    path: PathBuf,
+}
+
+/// The connection; its errors do not know the file ([`Store`] adds it).
+struct Db {
     conn: Connection,
 }
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").finish_non_exhaustive()
+        f.debug_struct("Store").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+/// Store files found damaged in this process: never written to again.
+static DAMAGED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Store files whose integrity this process has checked (once each: the
+/// check reads the whole file).
+static CHECKED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Whether SQLite's error says the file is damaged or not a database.
+fn is_corruption(e: &rusqlite::Error) -> bool {
+    matches!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase))
+}
+
+/// The key a store file is remembered by.
+fn key(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Remembers `path` as damaged; the error that says so.
+fn damaged(path: &Path, detail: String) -> AgentError {
+    if let Ok(mut d) = DAMAGED.lock() {
+        let k = key(path);
+        if !d.contains(&k) {
+            d.push(k);
+        }
+    }
+    AgentError::StoreCorrupt { path: path.to_path_buf(), detail }
+}
+
+/// `e` with the store's file named: corruption becomes [`AgentError::StoreCorrupt`].
+fn named(path: &Path, e: AgentError) -> AgentError {
+    match e {
+        AgentError::Store(se) if is_corruption(&se) => damaged(path, se.to_string()),
+        e @ (AgentError::Store(_) | AgentError::StoredJson(_)) => AgentError::StoreFile { path: path.to_path_buf(), source: Box::new(e) },
+        other => other,
+    }
+}
+
+impl Store {
+    /// Opens (creating) the store at `path`, in WAL mode. An existing file
+    /// is checked (`PRAGMA quick_check`, once per process) before anything
+    /// is written to it.
+    ///
+    /// # Errors
+    /// [`AgentError::StoreCorrupt`] for a damaged file (or one found damaged
+    /// earlier in this process); [`AgentError::StoreFile`] for other SQLite
+    /// errors (an unwritable path).
+    pub fn open(path: &Path) -> Result<Self, AgentError> {
+        let k = key(path);
+        if DAMAGED.lock().is_ok_and(|d| d.contains(&k)) {
+            return Err(AgentError::StoreCorrupt { path: path.to_path_buf(), detail: "found damaged earlier".to_owned() });
+        }
+        let existed = std::fs::metadata(path).is_ok_and(|m| m.len() > 0);
+        let check = existed && !CHECKED.lock().is_ok_and(|c| c.contains(&k));
+        let db = Db::open(path, check).map_err(|e| named(path, e))?;
+        if check && let Ok(mut c) = CHECKED.lock() {
+            c.push(k);
+        }
+        Ok(Store { db, path: path.to_path_buf() })
+    }
+
+    /// The store's file.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn named<T>(&self, r: Result<T, AgentError>) -> Result<T, AgentError> {
+        r.map_err(|e| named(&self.path, e))
+    }
+
+    /// Records a new running investigation; returns its id.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn create(&self, question: &str, settings: &serde_json::Value) -> Result<i64, AgentError> {
+        self.named(self.db.create(question, settings))
+    }
+
+    /// Appends one event (committed before it returns).
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn append_event(&self, id: i64, event: &AgentEvent) -> Result<(), AgentError> {
+        self.named(self.db.append_event(id, event))
+    }
+
+    /// Replaces the stored history of `id`.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    /// Also appends to the investigation's transcript each message it has
+    /// not seen yet (by id), as it is now: the loop saves the history after
+    /// every message it adds, so the transcript holds every message as first
+    /// written, whatever a compaction later did to it (see [`Store::transcript`]).
+    pub fn save_history(&self, id: i64, history: &[Message]) -> Result<(), AgentError> {
+        self.named(self.db.save_history(id, history))
+    }
+
+    /// The investigation as it would be had nothing been compacted: every
+    /// message its history held, each as first saved (a masked or summarised
+    /// message keeps its original text), in order, without compaction
+    /// summaries — what [`crate::Outcome::transcript`] is for a run.
+    /// Investigations stored before the transcript was kept have none: their
+    /// stored history is given instead.
+    ///
+    /// # Errors
+    /// SQLite or JSON errors.
+    pub fn transcript(&self, id: i64) -> Result<Vec<Message>, AgentError> {
+        self.named(self.db.transcript(id))
+    }
+
+    /// The stored history.
+    ///
+    /// # Errors
+    /// SQLite or JSON errors.
+    pub fn history(&self, id: i64) -> Result<Vec<Message>, AgentError> {
+        self.named(self.db.history(id))
+    }
+
+    /// Marks the end of an investigation that failed.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn mark_failed(&self, id: i64, why: &str) -> Result<(), AgentError> {
+        self.named(self.db.mark_failed(id, why))
+    }
+
+    /// All investigations, newest first.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn list(&self) -> Result<Vec<InvestigationRow>, AgentError> {
+        self.named(self.db.list())
+    }
+
+    /// One investigation.
+    ///
+    /// # Errors
+    /// [`AgentError::NotFound`], SQLite errors.
+    pub fn get(&self, id: i64) -> Result<InvestigationRow, AgentError> {
+        self.named(self.db.get(id))
+    }
+
+    /// The events of `id`, in order.
+    ///
+    /// # Errors
+    /// SQLite or JSON errors.
+    pub fn events(&self, id: i64) -> Result<Vec<AgentEvent>, AgentError> {
+        self.named(self.db.events(id))
+    }
+
+    /// The events of `id` as stored (JSON text), in order.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn events_json(&self, id: i64) -> Result<Vec<String>, AgentError> {
+        self.named(self.db.events_json(id))
+    }
+
+    /// The settings an investigation was started with.
+    ///
+    /// # Errors
+    /// [`AgentError::NotFound`], SQLite or JSON errors.
+    pub fn settings(&self, id: i64) -> Result<serde_json::Value, AgentError> {
+        self.named(self.db.settings(id))
+    }
+
+    /// Marks `id` running again under this process (resume).
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn mark_running(&self, id: i64) -> Result<(), AgentError> {
+        self.named(self.db.mark_running(id))
+    }
+
+    /// [`Store::recover`] for the investigations whose process is gone
+    /// (`alive(pid)` false), so a running one in another process is left alone.
+    ///
+    /// # Errors
+    /// SQLite or JSON errors.
+    pub fn recover_dead(&self, alive: impl Fn(i64) -> bool) -> Result<Vec<i64>, AgentError> {
+        self.named(self.db.recover_dead(alive))
+    }
+
+    /// After a crash: every `running` investigation becomes `interrupted`, and
+    /// each tool call that has no result gets a `tool_interrupted` event (it is
+    /// never re-run silently). Returns the ids recovered.
+    ///
+    /// # Errors
+    /// SQLite or JSON errors.
+    pub fn recover(&self) -> Result<Vec<i64>, AgentError> {
+        self.named(self.db.recover())
     }
 }
 
@@ -94,18 +298,27 @@ fn now() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
 }
 
-impl Store {
-    /// Opens (creating) the store at `path`, in WAL mode.
-    ///
-    /// # Errors
-    /// SQLite errors (unwritable path, corrupt file).
-    pub fn open(path: &Path) -> Result<Self, AgentError> {
+impl Db {
+    /// Opens (creating) the database at `path`; with `check`, verifies an
+    /// existing file before the first write.
+    fn open(path: &Path, check: bool) -> Result<Self, AgentError> {
         if let Some(dir) = path.parent() {
             let _ = std::fs::create_dir_all(dir);
         }
         let conn = Connection::open(path)?;
         // Another process (a `mf sessions list` beside a running investigation) may hold the lock briefly.
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        if check {
+            // Before the pragmas and tables below write anything.
+            let verdict: Vec<String> = {
+                let mut st = conn.prepare("PRAGMA quick_check")?;
+                let rows = st.query_map([], |r| r.get::<_, String>(0))?;
+                rows.collect::<Result<_, _>>()?
+            };
+            if verdict != ["ok"] {
+                return Err(damaged(path, verdict.join("; ")));
+            }
+        }
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.execute_batch(
@@ -138,11 +351,7 @@ impl Store {
         Ok(Self { conn })
     }
 
-    /// Records a new running investigation; returns its id.
-    ///
-    /// # Errors
-    /// SQLite errors.
-    pub fn create(&self, question: &str, settings: &serde_json::Value) -> Result<i64, AgentError> {
+    fn create(&self, question: &str, settings: &serde_json::Value) -> Result<i64, AgentError> {
         self.conn.execute(
             "INSERT INTO investigations (question, settings, status, created, pid) VALUES (?1, ?2, 'running', ?3, ?4)",
             params![question, settings.to_string(), now(), i64::from(std::process::id())],
@@ -150,11 +359,7 @@ impl Store {
         Ok(self.conn.last_insert_rowid())
     }
 
-    /// Appends one event (committed before it returns).
-    ///
-    /// # Errors
-    /// SQLite errors.
-    pub fn append_event(&self, id: i64, event: &AgentEvent) -> Result<(), AgentError> {
+    fn append_event(&self, id: i64, event: &AgentEvent) -> Result<(), AgentError> {
         let json = serde_json::to_string(event)?;
         self.conn.execute(
             "INSERT INTO events (investigation, seq, json) VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE investigation = ?1), ?2)",
@@ -169,15 +374,7 @@ impl Store {
         Ok(())
     }
 
-    /// Replaces the stored history of `id`.
-    ///
-    /// # Errors
-    /// SQLite errors.
-    /// Also appends to the investigation's transcript each message it has
-    /// not seen yet (by id), as it is now: the loop saves the history after
-    /// every message it adds, so the transcript holds every message as first
-    /// written, whatever a compaction later did to it (see [`Store::transcript`]).
-    pub fn save_history(&self, id: i64, history: &[Message]) -> Result<(), AgentError> {
+    fn save_history(&self, id: i64, history: &[Message]) -> Result<(), AgentError> {
         let tx = self.conn.unchecked_transaction()?;
         tx.execute("DELETE FROM messages WHERE investigation = ?1", params![id])?;
         for (i, m) in history.iter().enumerate() {
@@ -195,16 +392,7 @@ impl Store {
         Ok(())
     }
 
-    /// The investigation as it would be had nothing been compacted: every
-    /// message its history held, each as first saved (a masked or summarised
-    /// message keeps its original text), in order, without compaction
-    /// summaries — what [`crate::Outcome::transcript`] is for a run.
-    /// Investigations stored before the transcript was kept have none: their
-    /// stored history is given instead.
-    ///
-    /// # Errors
-    /// SQLite or JSON errors.
-    pub fn transcript(&self, id: i64) -> Result<Vec<Message>, AgentError> {
+    fn transcript(&self, id: i64) -> Result<Vec<Message>, AgentError> {
         let out = self.messages_of("transcript", id)?;
         if out.is_empty() {
             return self.history(id);
@@ -212,11 +400,7 @@ impl Store {
         Ok(out)
     }
 
-    /// The stored history.
-    ///
-    /// # Errors
-    /// SQLite or JSON errors.
-    pub fn history(&self, id: i64) -> Result<Vec<Message>, AgentError> {
+    fn history(&self, id: i64) -> Result<Vec<Message>, AgentError> {
         self.messages_of("messages", id)
     }
 
@@ -231,20 +415,12 @@ impl Store {
         Ok(out)
     }
 
-    /// Marks the end of an investigation that failed.
-    ///
-    /// # Errors
-    /// SQLite errors.
-    pub fn mark_failed(&self, id: i64, why: &str) -> Result<(), AgentError> {
+    fn mark_failed(&self, id: i64, why: &str) -> Result<(), AgentError> {
         self.conn.execute("UPDATE investigations SET status = 'failed', exit_reason = ?2, exit_kind = NULL WHERE id = ?1", params![id, why])?;
         Ok(())
     }
 
-    /// All investigations, newest first.
-    ///
-    /// # Errors
-    /// SQLite errors.
-    pub fn list(&self) -> Result<Vec<InvestigationRow>, AgentError> {
+    fn list(&self) -> Result<Vec<InvestigationRow>, AgentError> {
         let mut st = self.conn.prepare(
             "SELECT i.id, i.question, i.status, i.exit_reason, i.created,
                     (SELECT COUNT(*) FROM events e WHERE e.investigation = i.id), i.exit_kind
@@ -272,19 +448,11 @@ impl Store {
         Ok(rows.collect::<Result<Vec<_>, _>>()?)
     }
 
-    /// One investigation.
-    ///
-    /// # Errors
-    /// [`AgentError::NotFound`], SQLite errors.
-    pub fn get(&self, id: i64) -> Result<InvestigationRow, AgentError> {
+    fn get(&self, id: i64) -> Result<InvestigationRow, AgentError> {
         self.list()?.into_iter().find(|r| r.id == id).ok_or(AgentError::NotFound(id))
     }
 
-    /// The events of `id`, in order.
-    ///
-    /// # Errors
-    /// SQLite or JSON errors.
-    pub fn events(&self, id: i64) -> Result<Vec<AgentEvent>, AgentError> {
+    fn events(&self, id: i64) -> Result<Vec<AgentEvent>, AgentError> {
         let mut st = self.conn.prepare("SELECT json FROM events WHERE investigation = ?1 ORDER BY seq")?;
         let rows = st.query_map(params![id], |r| r.get::<_, String>(0))?;
         let mut out = Vec::new();
@@ -294,21 +462,13 @@ impl Store {
         Ok(out)
     }
 
-    /// The events of `id` as stored (JSON text), in order.
-    ///
-    /// # Errors
-    /// SQLite errors.
-    pub fn events_json(&self, id: i64) -> Result<Vec<String>, AgentError> {
+    fn events_json(&self, id: i64) -> Result<Vec<String>, AgentError> {
         let mut st = self.conn.prepare("SELECT json FROM events WHERE investigation = ?1 ORDER BY seq")?;
         let rows = st.query_map(params![id], |r| r.get::<_, String>(0))?;
         Ok(rows.collect::<Result<Vec<_>, _>>()?)
     }
 
-    /// The settings an investigation was started with.
-    ///
-    /// # Errors
-    /// [`AgentError::NotFound`], SQLite or JSON errors.
-    pub fn settings(&self, id: i64) -> Result<serde_json::Value, AgentError> {
+    fn settings(&self, id: i64) -> Result<serde_json::Value, AgentError> {
         let s: String = self.conn.query_row("SELECT settings FROM investigations WHERE id = ?1", params![id], |r| r.get(0)).map_err(|e| match e {
             rusqlite::Error::QueryReturnedNoRows => AgentError::NotFound(id),
             e => AgentError::Store(e),
@@ -316,11 +476,7 @@ impl Store {
         Ok(serde_json::from_str(&s)?)
     }
 
-    /// Marks `id` running again under this process (resume).
-    ///
-    /// # Errors
-    /// SQLite errors.
-    pub fn mark_running(&self, id: i64) -> Result<(), AgentError> {
+    fn mark_running(&self, id: i64) -> Result<(), AgentError> {
         self.conn.execute(
             "UPDATE investigations SET status = 'running', exit_reason = NULL, exit_kind = NULL, pid = ?2 WHERE id = ?1",
             params![id, i64::from(std::process::id())],
@@ -328,12 +484,7 @@ impl Store {
         Ok(())
     }
 
-    /// [`Store::recover`] for the investigations whose process is gone
-    /// (`alive(pid)` false), so a running one in another process is left alone.
-    ///
-    /// # Errors
-    /// SQLite or JSON errors.
-    pub fn recover_dead(&self, alive: impl Fn(i64) -> bool) -> Result<Vec<i64>, AgentError> {
+    fn recover_dead(&self, alive: impl Fn(i64) -> bool) -> Result<Vec<i64>, AgentError> {
         let ids: Vec<(i64, Option<i64>)> = {
             let mut st = self.conn.prepare("SELECT id, pid FROM investigations WHERE status = 'running'")?;
             let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
@@ -346,13 +497,7 @@ impl Store {
         Ok(dead)
     }
 
-    /// After a crash: every `running` investigation becomes `interrupted`, and
-    /// each tool call that has no result gets a `tool_interrupted` event (it is
-    /// never re-run silently). Returns the ids recovered.
-    ///
-    /// # Errors
-    /// SQLite or JSON errors.
-    pub fn recover(&self) -> Result<Vec<i64>, AgentError> {
+    fn recover(&self) -> Result<Vec<i64>, AgentError> {
         let ids: Vec<i64> = {
             let mut st = self.conn.prepare("SELECT id FROM investigations WHERE status = 'running'")?;
             let rows = st.query_map([], |r| r.get(0))?;
@@ -396,21 +541,40 @@ pub struct StoreSink<'a> {
     pub error: Option<AgentError>,
 }
 
+impl StoreSink<'_> {
+    /// Whether the store may still be written: not after it reported damage.
+    fn writable(&self) -> bool {
+        !matches!(self.error, Some(AgentError::StoreCorrupt { .. }))
+    }
+
+    /// Keeps the first store error and says it, once, where the user reads
+    /// the run (the window, the terminal): the run goes on.
+    fn failed(&mut self, e: AgentError) {
+        if self.error.is_some() {
+            return;
+        }
+        self.next.emit(&AgentEvent::Error {
+            message: format!("not saved: {e}. The investigation goes on, but what follows may be missing from the stored investigation."),
+        });
+        self.error = Some(e);
+    }
+}
+
 impl EventSink for StoreSink<'_> {
     fn emit(&mut self, event: &AgentEvent) {
-        if let Err(e) = self.store.append_event(self.id, event)
-            && self.error.is_none()
+        if self.writable()
+            && let Err(e) = self.store.append_event(self.id, event)
         {
-            self.error = Some(e);
+            self.failed(e);
         }
         self.next.emit(event);
     }
 
     fn history(&mut self, messages: &[Message]) {
-        if let Err(e) = self.store.save_history(self.id, messages)
-            && self.error.is_none()
+        if self.writable()
+            && let Err(e) = self.store.save_history(self.id, messages)
         {
-            self.error = Some(e);
+            self.failed(e);
         }
         self.next.history(messages);
     }

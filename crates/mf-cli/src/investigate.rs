@@ -506,9 +506,15 @@ async fn drive(launch: Launch, json: bool) -> anyhow::Result<mf_agent::Outcome> 
         }
     });
     let mut printer = Printer::new(json);
+    let id = launch.id;
     let (_agent, out) = launch.run(&mut printer).await;
     ctrl_c.abort();
-    Ok(out?)
+    let out = out?;
+    if let Some(why) = &out.not_saved {
+        // After the exit line: the run ended, its record did not all make it.
+        anyhow::bail!("session {id} was not fully saved: {why}");
+    }
+    Ok(out)
 }
 
 fn usage(e: mf_agent::AgentError) -> anyhow::Error {

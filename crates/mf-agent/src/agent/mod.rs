@@ -112,6 +112,10 @@ pub struct Outcome {
     pub transcript: Vec<Message>,
     /// The largest prompt sent to the model (exact tokens).
     pub max_prompt_tokens: u32,
+    /// Why the session store could not keep all of the run (its first write
+    /// failure, naming the file): set by [`crate::Launch::run`]; the run
+    /// itself went on.
+    pub not_saved: Option<String>,
 }
 
 /// The loop, over a backend, tools and an approver.

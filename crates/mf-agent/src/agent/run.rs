@@ -153,6 +153,7 @@ impl Agent {
                         history: p.history,
                         transcript: p.transcript.messages,
                         max_prompt_tokens: p.max_prompt,
+                        not_saved: None,
                     });
                 }
                 Ok(Round::Exit(r)) => break r,
@@ -175,6 +176,7 @@ impl Agent {
             history: p.history,
             transcript: p.transcript.messages,
             max_prompt_tokens: p.max_prompt,
+            not_saved: None,
         })
     }
 

@@ -440,12 +440,14 @@ impl Launch {
             Start::Fresh(q) => agent.run(&q, &mut sink).await,
             Start::Resume(h) => agent.resume(h, &mut sink).await,
         };
-        if let Some(e) = sink.error.take() {
-            tracing::warn!("session store: {e}");
+        let not_saved = sink.error.take();
+        if let Some(e) = &not_saved {
+            tracing::warn!("{e}");
         }
         if let Err(e) = &out {
             let _ = store.mark_failed(id, &e.to_string());
         }
+        let out = out.map(|o| Outcome { not_saved: not_saved.map(|e| e.to_string()), ..o });
         (agent, out)
     }
 }

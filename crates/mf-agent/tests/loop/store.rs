@@ -184,3 +184,102 @@ fn the_exit_kind_is_stored_and_resumable_is_a_field() {
     let seen: Vec<(Option<&str>, bool)> = rows.iter().map(|r| (r.exit_kind.as_deref(), r.resumable)).collect();
     assert_eq!(seen, [(None, true), (Some("cancelled"), true), (Some("final_answer"), false), (Some("safety_cap"), true)]);
 }
+
+/// The bytes of a file.
+fn bytes(p: &std::path::Path) -> Vec<u8> {
+    std::fs::read(p).unwrap()
+}
+
+/// A store whose file is damaged (a page overwritten, or not a database at
+/// all) is refused before anything is written to it, with its path and how
+/// to recover; the file stays as it was, and later opens refuse it too.
+#[test]
+fn a_damaged_store_is_refused_named_and_left_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    {
+        let store = Store::open(&path).unwrap();
+        for i in 0..40 {
+            let id = store.create(&format!("question {i} {}", "x".repeat(300)), &json!({"n": i})).unwrap();
+            store.append_event(id, &AgentEvent::Error { message: "y".repeat(500) }).unwrap();
+        }
+    }
+    let mut data = bytes(&path);
+    assert!(data.len() > 4 * 4096, "several pages: {}", data.len());
+    // Page 3 (a b-tree page of the tables above) overwritten.
+    for b in &mut data[2 * 4096..3 * 4096] {
+        *b = 0xA5;
+    }
+    std::fs::write(&path, &data).unwrap();
+    for attempt in 0..2 {
+        let e = Store::open(&path).unwrap_err();
+        assert!(matches!(&e, mf_agent::AgentError::StoreCorrupt { path: p, .. } if p == &path), "attempt {attempt}: {e}");
+        let said = e.to_string();
+        assert!(said.contains(&path.display().to_string()) && said.contains(".recover") && said.contains("nothing more is written"), "{said}");
+        assert_eq!(bytes(&path), data, "the damaged file is not written to");
+    }
+
+    let junk = dir.path().join("junk.db");
+    let noise: Vec<u8> = (0..8192u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    std::fs::write(&junk, &noise).unwrap();
+    let e = Store::open(&junk).unwrap_err();
+    assert!(matches!(&e, mf_agent::AgentError::StoreCorrupt { .. }), "{e}");
+    assert_eq!(bytes(&junk), noise);
+}
+
+/// Every store error names its file (here a stored row that does not decode).
+#[test]
+fn store_errors_name_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("named.db");
+    let store = Store::open(&path).unwrap();
+    let id = store.create("q", &json!({})).unwrap();
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    raw.execute("UPDATE investigations SET settings = '{not json' WHERE id = ?1", [id]).unwrap();
+    raw.execute("INSERT INTO events (investigation, seq, json) VALUES (?1, 99, 'not json either')", [id]).unwrap();
+    for e in [store.settings(id).unwrap_err(), store.events(id).unwrap_err()] {
+        assert!(matches!(&e, mf_agent::AgentError::StoreFile { path: p, .. } if p == &path), "{e}");
+        assert!(e.to_string().starts_with(&format!("session store {}: bad stored JSON", path.display())), "{e}");
+    }
+    // A missing investigation is still that, not a store failure.
+    assert!(matches!(store.settings(404), Err(mf_agent::AgentError::NotFound(404))));
+}
+
+/// Writes that start failing mid-run (SQLite refuses every event after the
+/// fifth) are said where the user reads the run, once, with the file; the
+/// run goes on to its exit, and its outcome says it was not fully saved.
+#[tokio::test]
+async fn a_store_that_fails_mid_run_is_said_and_the_run_goes_on() {
+    use mf_agent::{EngineChoice, RunSpec, Sessions, ToolsSpec};
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("tiny.gguf");
+    std::fs::write(&model, b"GGUF test model").unwrap();
+    let spec = RunSpec {
+        engine: EngineChoice::Embedded { model, threads: Some(1), gpu: false, tool_grammar: false },
+        context: 4096,
+        agent: settings(StrategyKind::V2),
+        tools: ToolsSpec::default(),
+    };
+    let sessions = Sessions::new(dir.path());
+    drop(sessions.store().unwrap());
+    let raw = rusqlite::Connection::open(sessions.db_path()).unwrap();
+    raw.execute_batch(
+        "CREATE TRIGGER full_disk BEFORE INSERT ON events WHEN (SELECT COUNT(*) FROM events) >= 5
+         BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;",
+    )
+    .unwrap();
+    drop(raw);
+    sessions.use_backend(&spec.engine, spec.context, Scripted::new(4096, lookups(4))).await;
+    let launch = sessions.start_with_tools(spec, "What is the value of k1?", Arc::new(NoAnswer), None, Some(world())).await.unwrap();
+    let mut seen = VecSink::default();
+    let (_agent, out) = launch.run(&mut seen).await;
+    let out = out.unwrap();
+    let db = sessions.db_path().display().to_string();
+    let why = out.not_saved.expect("the outcome says the run was not fully saved");
+    assert!(why.contains(&db) && why.contains("disk is full"), "{why}");
+    let said: Vec<&String> = seen.events.iter().filter_map(|e| if let AgentEvent::Error { message } = e { Some(message) } else { None }).collect();
+    assert_eq!(said.len(), 1, "said once: {said:?}");
+    assert!(said[0].starts_with("not saved: ") && said[0].contains(&db), "{}", said[0]);
+    assert!(matches!(seen.events.last(), Some(AgentEvent::Exit { .. } | AgentEvent::FinalAnswer { .. })), "the run went on to its end");
+    assert_eq!(sessions.store().unwrap().events(1).unwrap().len(), 5, "what was written before the failure is kept");
+}
