@@ -196,9 +196,8 @@ impl BenchJob {
     /// [`BenchError::ModelFileMissing`], [`BenchError::UnknownScenarios`],
     /// an unknown condition or scorer, an unreadable scenario.
     pub fn prepare(request: &BenchRequest, env: &Environment) -> Result<BenchJob> {
-        if request.models.is_empty() {
-            return Err(BenchError::NothingChosen("model"));
-        }
+        // No model is refused by `new`, before anything loads; no scenario
+        // here, since an empty filter would load every scenario.
         if request.scenarios.is_empty() {
             return Err(BenchError::NothingChosen("scenario"));
         }

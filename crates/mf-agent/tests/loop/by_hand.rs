@@ -136,16 +136,9 @@ async fn a_pinned_message_survives_every_strategy_its_fallback_and_its_budget_re
 /// then resumed: the stored history and every event say so.
 #[tokio::test]
 async fn compactions_by_hand_keep_the_pins_are_undone_and_resumed_from() {
-    use mf_agent::{EngineChoice, Resume, RunSpec, SessionStatus, Sessions, ToolsSpec};
+    use mf_agent::{Resume, SessionStatus, Sessions};
     let dir = tempfile::tempdir().unwrap();
-    let model = dir.path().join("tiny.gguf");
-    std::fs::write(&model, b"GGUF test model").unwrap();
-    let spec = RunSpec {
-        engine: EngineChoice::Embedded { model, threads: Some(1), gpu: false, tool_grammar: false },
-        context: 4096,
-        agent: settings(StrategyKind::V1),
-        tools: ToolsSpec::default(),
-    };
+    let spec = scripted_spec(dir.path(), StrategyKind::V1);
     let sessions = Sessions::new(dir.path());
     let backend = Scripted::with_kv(4096, calls(1, 6));
     sessions.use_backend(&spec.engine, spec.context, backend.clone()).await;

@@ -60,6 +60,19 @@ pub(crate) fn world() -> Arc<World> {
     Arc::new(World { runs: Mutex::new(Vec::new()) })
 }
 
+/// A session spec on a model file that only has to exist (the tests give
+/// the sessions a scripted backend for it), at a 4,096-token window.
+pub(crate) fn scripted_spec(dir: &std::path::Path, strategy: StrategyKind) -> mf_agent::RunSpec {
+    let model = dir.join("tiny.gguf");
+    std::fs::write(&model, b"GGUF test model").unwrap();
+    mf_agent::RunSpec {
+        engine: mf_agent::EngineChoice::Embedded { model, threads: Some(1), gpu: false, tool_grammar: false },
+        context: 4096,
+        agent: settings(strategy),
+        tools: mf_agent::ToolsSpec::default(),
+    }
+}
+
 pub(crate) fn settings(strategy: StrategyKind) -> AgentSettings {
     AgentSettings { strategy, reserve: 256, system_prompt: "You investigate.".into(), ..AgentSettings::default() }
 }

@@ -114,21 +114,14 @@ async fn the_same_url_not_named_by_the_user_asks() {
 /// unasked (one named only by the question, fetched only after the resume).
 #[tokio::test]
 async fn a_resumed_session_supplies_its_question_and_follow_up_again() {
-    use mf_agent::{EngineChoice, Resume, RunSpec, Sessions, ToolsSpec};
+    use mf_agent::{Resume, Sessions};
     let (api, api_seen) = serve(r#"{"owner": "Priya Raman", "rack": "B7"}"#, 6);
     let hosts = [format!("127.0.0.1:{api}")];
     let first = format!("http://127.0.0.1:{api}/api/owner");
     let team = format!("http://127.0.0.1:{api}/api/team");
     let second = format!("http://127.0.0.1:{api}/api/rack");
     let dir = tempfile::tempdir().unwrap();
-    let model = dir.path().join("tiny.gguf");
-    std::fs::write(&model, b"GGUF test model").unwrap();
-    let spec = RunSpec {
-        engine: EngineChoice::Embedded { model, threads: Some(1), gpu: false, tool_grammar: false },
-        context: 4096,
-        agent: settings(StrategyKind::V2),
-        tools: ToolsSpec::default(),
-    };
+    let spec = scripted_spec(dir.path(), StrategyKind::V2);
 
     let started = Sessions::new(dir.path());
     started.use_backend(&spec.engine, spec.context, Scripted::new(4096, vec![Reply::Call("http", json!({"url": first})), Reply::Text("Priya.")])).await;

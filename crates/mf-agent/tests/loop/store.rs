@@ -250,16 +250,9 @@ fn store_errors_name_the_file() {
 /// run goes on to its exit, and its outcome says it was not fully saved.
 #[tokio::test]
 async fn a_store_that_fails_mid_run_is_said_and_the_run_goes_on() {
-    use mf_agent::{EngineChoice, RunSpec, Sessions, ToolsSpec};
+    use mf_agent::Sessions;
     let dir = tempfile::tempdir().unwrap();
-    let model = dir.path().join("tiny.gguf");
-    std::fs::write(&model, b"GGUF test model").unwrap();
-    let spec = RunSpec {
-        engine: EngineChoice::Embedded { model, threads: Some(1), gpu: false, tool_grammar: false },
-        context: 4096,
-        agent: settings(StrategyKind::V2),
-        tools: ToolsSpec::default(),
-    };
+    let spec = scripted_spec(dir.path(), StrategyKind::V2);
     let sessions = Sessions::new(dir.path());
     drop(sessions.store().unwrap());
     let raw = rusqlite::Connection::open(sessions.db_path()).unwrap();
