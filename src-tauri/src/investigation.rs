@@ -1,5 +1,7 @@
 //! Investigation commands: start / resume (one `ipc::Channel` per run
-//! streaming mf-agent's events), stop, approve, the stored history, undo.
+//! streaming mf-agent's events), stop, approve, the stored history, undo,
+//! and the user's hand between rounds (the message cards, pin, compact now
+//! or up to a message; `mf_agent::Sessions::{pin, compact}`).
 //! The lifecycle is `mf_agent::Sessions`' (the CLI's too): this module only
 //! adapts it to commands.
 //!
@@ -11,8 +13,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use mf_agent::{Agent, AgentEvent, EventSink, InvestigationRow, Resume, RunSpec, SessionStatus, ToolRunner};
+use mf_agent::{Agent, AgentEvent, ByHand, EventSink, InvestigationRow, Resume, RunSpec, SessionStatus, ToolRunner};
 use mf_inference::CancelToken;
+use serde::Serialize;
 use tauri::State;
 use tauri::ipc::Channel;
 use tokio::sync::oneshot;
@@ -245,6 +248,142 @@ pub async fn undo_compaction(state: State<'_, AppState>, id: i64, round: u32) ->
     if let Some(why) = &undone.kv_error {
         tracing::info!("undo of investigation {id}: the KV cache was not restored ({why}); a resume decodes the history again");
     }
-    store.save_history(id, &undone.history)?;
+    // The pins as they are now, not as they were before the compaction.
+    let mut history = undone.history;
+    mf_agent::keep_pins(&store.history(id)?, &mut history);
+    store.save_history(id, &history)?;
     Ok(())
+}
+
+/// One message of a stored investigation's history, as its card shows it:
+/// what the user may keep verbatim or summarise up to.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct MessageCard {
+    /// The message's id (`m4`, `summary-m2`).
+    pub id: String,
+    /// `system`, `user`, `assistant`, `tool-call`, `tool-result`, `tool-error` or `summary`.
+    pub kind: String,
+    /// Its zone now, under the investigation's own recent setting:
+    /// `pinned`, `compressible` or `recent`.
+    pub zone: String,
+    /// Whether the user pinned this message (*keep verbatim*).
+    pub pinned: bool,
+    /// Whether it is kept verbatim through the pin of another member of
+    /// its chain (a call, its results, their interpretation).
+    pub pinned_with_chain: bool,
+    /// Whether *summarise up to here* applies: the message comes after the
+    /// question (the system prompt and the question are never compacted).
+    pub summarisable: bool,
+    /// Its text (a tool call's name and arguments), at most
+    /// [`CARD_TEXT_CHARS`] characters.
+    pub text: String,
+}
+
+/// Characters of a message shown on its card: enough to recognise it (a
+/// result's first lines); the whole text is in the round above it.
+pub const CARD_TEXT_CHARS: usize = 600;
+
+/// What a compaction by hand did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct HandResult {
+    /// Prompt tokens before.
+    pub tokens_before: u32,
+    /// Prompt tokens after (equal to before when nothing changed).
+    pub tokens_after: u32,
+    /// Why the history is unchanged, when it is.
+    pub unchanged: Option<String>,
+}
+
+/// The stored history of investigation `id`, one card per message.
+#[tauri::command]
+pub fn investigation_history(state: State<'_, AppState>, id: i64) -> CmdResult<Vec<MessageCard>> {
+    let store = state.store()?;
+    store.get(id)?;
+    let history = store.history(id)?;
+    let recent = state.sessions.spec(id).map_or(mf_agent::AgentSettings::default().recent, |s| s.agent.recent);
+    let zones = mf_forgetting::zones::partition(&history, recent).ok();
+    let question = mf_forgetting::message::question_index(&history);
+    Ok(history
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let zone = zones.as_ref().map_or(mf_forgetting::Zone::Pinned, |z| z.zone_of(i));
+            MessageCard {
+                id: m.id.0.clone(),
+                kind: m.kind().label().to_owned(),
+                zone: serde_json::to_value(zone).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
+                pinned: m.pinned,
+                pinned_with_chain: !m.pinned && zones.as_ref().is_some_and(|z| z.is_pin(i)),
+                summarisable: question.is_some_and(|q| i > q),
+                text: mf_forgetting::summary::cut_chars(&m.analysis_text(), CARD_TEXT_CHARS),
+            }
+        })
+        .collect())
+}
+
+/// Refuses while investigation `id` (or any: the model is shared) runs in
+/// this window, and takes the agent kept from its last run, if any.
+fn stopped_agent(state: &AppState, id: i64) -> CmdResult<Option<Agent>> {
+    if running_any(state)? {
+        return Err(CommandError::new("busy", "An investigation is running; stop it first."));
+    }
+    let runs = state.runs.lock().map_err(|_| CommandError::internal("run table poisoned"))?;
+    Ok(runs.get(&id).and_then(|r| r.agent.lock().ok().and_then(|mut a| a.take())))
+}
+
+/// Keeps `agent` as investigation `id`'s, for undoing its last compaction.
+fn keep_agent(state: &AppState, id: i64, agent: Agent) -> CmdResult<()> {
+    let mut runs = state.runs.lock().map_err(|_| CommandError::internal("run table poisoned"))?;
+    let r = runs.entry(id).or_insert_with(|| Running {
+        cancel: CancelToken::new(),
+        approver: Arc::new(UiApprover::new(state.approval_timeout)),
+        agent: Arc::new(Mutex::new(None)),
+        running: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+    });
+    if let Ok(mut slot) = r.agent.lock() {
+        *slot = Some(agent);
+    }
+    Ok(())
+}
+
+/// Keeps message `message` of stopped investigation `id` verbatim
+/// (`pinned`) or lets it be compacted again; the `pin` event goes to
+/// `on_event` and the store. Returns the ids it holds for (its chain).
+#[tauri::command]
+pub fn pin_message(state: State<'_, AppState>, id: i64, message: String, pinned: bool, on_event: Channel<AgentEvent>) -> CmdResult<Vec<String>> {
+    if running_any(&state)? {
+        return Err(CommandError::new("busy", "An investigation is running; stop it first."));
+    }
+    Ok(state.sessions.pin(id, &message, pinned, &mut ChannelSink(on_event))?)
+}
+
+/// Compacts stopped investigation `id` now (`up_to` absent: *compact now*)
+/// or up to message `up_to` (*summarise up to here*), with `strategy` or
+/// its own, whatever the threshold says. The compaction's events stream to
+/// `on_event` and are stored; it is undone like any (`undo_compaction`).
+#[tauri::command]
+pub async fn compact_investigation(
+    state: State<'_, AppState>,
+    id: i64,
+    up_to: Option<String>,
+    strategy: Option<String>,
+    on_event: Channel<AgentEvent>,
+) -> CmdResult<HandResult> {
+    let strategy = strategy.map(|s| mf_agent::parse_strategy(&s)).transpose()?;
+    let by = up_to.map_or(ByHand::CompactNow, |message| ByHand::UpTo { message });
+    let agent = stopped_agent(&state, id)?;
+    let (sessions, api_key) = (state.sessions.clone(), state.api_key());
+    // The agent's future is not `Send`: it runs on a blocking thread.
+    let run = tauri::async_runtime::spawn_blocking(move || {
+        let mut sink = ChannelSink(on_event);
+        tauri::async_runtime::block_on(sessions.compact(id, agent, by, strategy, api_key, &mut sink))
+    })
+    .await
+    .map_err(|e| CommandError::internal(format!("compaction: {e}")))?;
+    let (agent, done) = run?;
+    keep_agent(&state, id, agent)?;
+    let done = done?;
+    Ok(HandResult { tokens_before: done.tokens_before, tokens_after: done.tokens_after, unchanged: done.unchanged })
 }

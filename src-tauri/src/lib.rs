@@ -257,6 +257,9 @@ app_commands![
     investigation::investigation_events,
     investigation::resume_investigation,
     investigation::undo_compaction,
+    investigation::investigation_history,
+    investigation::pin_message,
+    investigation::compact_investigation,
     demo::list_demo_worlds,
     demo::start_demo,
     engine::list_server_models,
@@ -837,6 +840,8 @@ mod typescript {
             crate::bench::BenchOptions::decl(&cfg),
             crate::calibration::CalibrationEvent::decl(&cfg),
             crate::replay::ReplayEvent::decl(&cfg),
+            crate::investigation::MessageCard::decl(&cfg),
+            crate::investigation::HandResult::decl(&cfg),
         ] {
             out.push_str("export ");
             out.push_str(decl.trim());

@@ -1,9 +1,9 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { fireEvent, render, screen, within } from '@testing-library/svelte';
 import { flushSync } from 'svelte';
 import InvestigationView from '../src/lib/components/InvestigationView.svelte';
 import { Session } from '../src/lib/session.svelte';
-import { ApiError } from '../src/lib/api';
+import { ApiError, type HandResult, type MessageCard } from '../src/lib/api';
 import type { AgentEvent } from '../src/lib/events';
 import { compactionFinished, compactionStarted, gauge, investigationEvents, mockApi, started } from './fixtures';
 
@@ -336,5 +336,88 @@ describe('New investigation', () => {
     expect(screen.queryByTestId('started')).toBeNull();
     expect(screen.queryAllByTestId('tool-card')).toHaveLength(0);
     expect(await screen.findAllByTestId('demo-world')).toHaveLength(2);
+  });
+});
+
+describe('the hand between rounds', () => {
+  const card = (id: string, kind: string, zone: string, text: string, summarisable = true): MessageCard => ({
+    id,
+    kind,
+    zone,
+    pinned: false,
+    pinned_with_chain: false,
+    summarisable,
+    text,
+  });
+
+  it('pins a message, summarises up to one and compacts now once the run is stopped; never while it runs', async () => {
+    let pinned = false;
+    const history = (): MessageCard[] => [
+      card('m0', 'system', 'pinned', 'You investigate.', false),
+      card('m1', 'user', 'pinned', 'Which region has the most 5xx errors?', false),
+      { ...card('m2', 'tool-call', pinned ? 'pinned' : 'compressible', 'http {"url":"/errors"}'), pinned_with_chain: pinned },
+      { ...card('m3', 'tool-result', pinned ? 'pinned' : 'compressible', 'eu-west: 412'), pinned },
+      card('m4', 'tool-call', 'compressible', 'http {"url":"/regions"}'),
+      card('m5', 'tool-result', 'recent', 'us-east: 77'),
+    ];
+    const started = compactionStarted as Extract<AgentEvent, { type: 'compaction_started' }>;
+    const compact = vi.fn(async (_id: number, upTo: string | null, _s: string | null, on: (e: AgentEvent) => void): Promise<HandResult> => {
+      on({ ...started, round: 1, by_hand: upTo ? { kind: 'up_to', message: upTo } : { kind: 'compact_now' } });
+      on({ ...(compactionFinished as Extract<AgentEvent, { type: 'compaction_finished' }>), round: 1 });
+      return upTo ? { tokens_before: 2990, tokens_after: 1402, unchanged: null } : { tokens_before: 1402, tokens_after: 1402, unchanged: 'the plan kept the history as it was' };
+    });
+    const m = mockApi({
+      investigationHistory: vi.fn(async () => history()),
+      pinMessage: vi.fn(async (_id: number, message: string, p: boolean, on: (e: AgentEvent) => void) => {
+        pinned = p;
+        on({ type: 'pin', message, pinned: p, members: ['m2', 'm3'], round: 1 });
+        return ['m2', 'm3'];
+      }),
+      compactInvestigation: compact,
+    });
+    const session = new Session(m.api);
+    render(InvestigationView, { session });
+    await fireEvent.input(screen.getByRole('textbox', { name: 'Question' }), { target: { value: 'Which region has the most 5xx errors?' } });
+    await fireEvent.click(screen.getByRole('button', { name: 'Investigate' }));
+    const send = (e: AgentEvent) => {
+      m.sinks.agent?.(e);
+      flushSync();
+    };
+    for (const e of investigationEvents()) send(e);
+    // While the run is live: every button waits, nothing is loaded.
+    expect((screen.getByTestId('compact-now') as HTMLButtonElement).disabled).toBe(true);
+    expect(m.api.investigationHistory).not.toHaveBeenCalled();
+    send({ type: 'exit', reason: { kind: 'cancelled' }, rounds: 1, compactions: 0 });
+    const cards = await screen.findAllByTestId('message-card');
+    expect(cards.map((c) => c.dataset.id)).toEqual(['m0', 'm1', 'm2', 'm3', 'm4', 'm5']);
+    expect(within(cards[0]!).queryByTestId('summarise-up-to')).toBeNull();
+
+    // Keep verbatim: the card and its chain say so, the pin is in the transcript and the timeline.
+    await fireEvent.click(within(cards[3]!).getByTestId('pin'));
+    expect(m.api.pinMessage).toHaveBeenCalledWith(7, 'm3', true, expect.any(Function));
+    await vi.waitFor(() => expect(within(screen.getAllByTestId('message-card')[3]!).getByTestId('pinned-badge').textContent).toBe('kept verbatim'));
+    const after = screen.getAllByTestId('message-card');
+    expect(within(after[2]!).getByTestId('pinned-badge').textContent).toBe('kept verbatim with its chain');
+    expect(within(after[2]!).getByTestId('pin')).toHaveProperty('disabled', true);
+    expect(screen.getByTestId('pin-note').textContent).toContain('m3 kept verbatim with its chain (m2, m3)');
+    expect(screen.getByTestId('pin-entry').textContent).toContain('m3 kept verbatim');
+
+    // Summarise up to m4: the compaction is in the timeline, asked for by hand.
+    await fireEvent.click(within(after[4]!).getByTestId('summarise-up-to'));
+    expect(m.api.compactInvestigation).toHaveBeenCalledWith(7, 'm4', null, expect.any(Function));
+    await vi.waitFor(() => expect(screen.getByTestId('hand-note').textContent).toBe('Compacted up to m4: 2,990 → 1,402 prompt tokens.'));
+    expect(screen.getByTestId('by-hand').textContent).toBe('by hand: summarise up to m4');
+
+    // Compact now with another strategy; the refusal is said plainly.
+    await fireEvent.change(screen.getByTestId('hand-strategy'), { target: { value: 'v1' } });
+    await fireEvent.click(screen.getByTestId('compact-now'));
+    expect(m.api.compactInvestigation).toHaveBeenLastCalledWith(7, null, 'v1', expect.any(Function));
+    await vi.waitFor(() => expect(screen.getByTestId('hand-note').textContent).toBe('Not compacted: the plan kept the history as it was'));
+    expect(screen.getAllByTestId('by-hand').map((e) => e.textContent)).toEqual(['by hand: summarise up to m4', 'by hand: compact now']);
+
+    // A failure is shown as the backend worded it.
+    compact.mockRejectedValueOnce(new ApiError({ code: 'busy', message: 'An investigation is running; stop it first.' }));
+    await fireEvent.click(screen.getByTestId('compact-now'));
+    expect((await screen.findByRole('alert')).textContent).toBe('An investigation is running; stop it first.');
   });
 });

@@ -107,7 +107,9 @@ describe('tauriApi', () => {
         return null;
       }
       seen.add(cmd);
-      return cmd === 'list_investigations' || cmd === 'investigation_events' || cmd === 'list_models' || cmd === 'list_demo_worlds' ? [] : null;
+      return cmd === 'list_investigations' || cmd === 'investigation_events' || cmd === 'list_models' || cmd === 'list_demo_worlds' || cmd === 'investigation_history' || cmd === 'pin_message'
+        ? []
+        : null;
     });
     const noop = () => {};
     const s = {} as never;
@@ -119,6 +121,9 @@ describe('tauriApi', () => {
       tauriApi.investigationEvents(1),
       tauriApi.resumeInvestigation(1, noop),
       tauriApi.undoCompaction(1, 1),
+      tauriApi.investigationHistory(1),
+      tauriApi.pinMessage(1, 'm3', true, noop),
+      tauriApi.compactInvestigation(1, null, null, noop),
       tauriApi.listDemoWorlds(),
       tauriApi.startDemo('w', noop),
       tauriApi.appInfo(),

@@ -1,6 +1,19 @@
 // Event sequences and a scriptable mock of the backend for component tests.
 import { vi } from 'vitest';
-import type { Api, BenchEvent, Calibration, CalibrationEvent, DownloadEvent, ModelResult, ReplayEvent, ReplayResult, SettingError, Settings } from '../src/lib/api';
+import type {
+  Api,
+  BenchEvent,
+  Calibration,
+  CalibrationEvent,
+  DownloadEvent,
+  HandResult,
+  MessageCard,
+  ModelResult,
+  ReplayEvent,
+  ReplayResult,
+  SettingError,
+  Settings,
+} from '../src/lib/api';
 import type { AgentEvent, Gauge, PlanRow } from '../src/lib/events';
 
 export function gauge(over: Partial<Gauge> = {}): Gauge {
@@ -137,6 +150,9 @@ export function mockApi(over: Partial<Api> = {}) {
       return id;
     }),
     undoCompaction: vi.fn(async () => {}),
+    investigationHistory: vi.fn(async (): Promise<MessageCard[]> => []),
+    pinMessage: vi.fn(async (_id: number, message: string) => [message]),
+    compactInvestigation: vi.fn(async (): Promise<HandResult> => ({ tokens_before: 0, tokens_after: 0, unchanged: null })),
     listDemoWorlds: vi.fn(async () => demoWorlds()),
     startDemo: vi.fn(async (_w: string, on: (e: AgentEvent) => void) => {
       sinks.agent = on;

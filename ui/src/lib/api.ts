@@ -26,11 +26,13 @@ export type {
   CommandError,
   DemoWorld,
   DownloadEvent,
+  HandResult,
+  MessageCard,
   ModelInfo,
   ReplayEvent,
   RunCode,
 } from './generated/app';
-import type { AppInfo, BenchOptions, CalibrationEvent, DemoWorld, DownloadEvent, ModelInfo, ReplayEvent } from './generated/app';
+import type { AppInfo, BenchOptions, CalibrationEvent, DemoWorld, DownloadEvent, HandResult, MessageCard, ModelInfo, ReplayEvent } from './generated/app';
 
 /** An error thrown by every `Api` method when a command fails. */
 export class ApiError extends Error {
@@ -136,6 +138,16 @@ export interface Api {
   investigationEvents(id: number): Promise<AgentEvent[]>;
   resumeInvestigation(id: number, onEvent: (e: AgentEvent) => void): Promise<number>;
   undoCompaction(id: number, round: number): Promise<void>;
+  /** The stored history of a stopped investigation, one card per message (id, zone, pin). */
+  investigationHistory(id: number): Promise<MessageCard[]>;
+  /** Keeps a message verbatim (`pinned`) or lets it be compacted again; the `pin` event streams to `onEvent`. Returns its chain's ids. */
+  pinMessage(id: number, message: string, pinned: boolean, onEvent: (e: AgentEvent) => void): Promise<string[]>;
+  /**
+   * Compacts a stopped investigation now (`upTo` null) or up to a message
+   * (*summarise up to here*), with `strategy` or its own; the compaction's
+   * events stream to `onEvent`.
+   */
+  compactInvestigation(id: number, upTo: string | null, strategy: string | null, onEvent: (e: AgentEvent) => void): Promise<HandResult>;
   listDemoWorlds(): Promise<DemoWorld[]>;
   /** Starts an investigation of a demo world; its events stream like `startInvestigation`'s. */
   startDemo(world: string, onEvent: (e: AgentEvent) => void): Promise<number>;
@@ -209,6 +221,9 @@ export const tauriApi: Api = {
   investigationEvents: (id) => call('investigation_events', { id }),
   resumeInvestigation: (id, onEvent) => call('resume_investigation', { id, onEvent: channel(onEvent) }),
   undoCompaction: (id, round) => call('undo_compaction', { id, round }),
+  investigationHistory: (id) => call('investigation_history', { id }),
+  pinMessage: (id, message, pinned, onEvent) => call('pin_message', { id, message, pinned, onEvent: channel(onEvent) }),
+  compactInvestigation: (id, upTo, strategy, onEvent) => call('compact_investigation', { id, upTo, strategy, onEvent: channel(onEvent) }),
   listDemoWorlds: () => call('list_demo_worlds'),
   startDemo: (world, onEvent) => call('start_demo', { world, onEvent: channel(onEvent) }),
   appInfo: () => call('app_info'),

@@ -35,6 +35,7 @@ export type RoundItem =
   | { kind: 'text'; text: string }
   | { kind: 'tool'; call: ToolCallView }
   | { kind: 'compaction'; round: number }
+  | { kind: 'pin'; pin: PinEvent }
   | { kind: 'error'; message: string };
 
 export interface RoundView {
@@ -72,6 +73,9 @@ export interface ContextSample {
 
 export type KvRestore = Extract<AgentEvent, { type: 'kv_restore' }>;
 
+/** The user pinned (or unpinned) a message between rounds. */
+export type PinEvent = Extract<AgentEvent, { type: 'pin' }>;
+
 export interface InvestigationState {
   started: Extract<AgentEvent, { type: 'started' }> | null;
   rounds: RoundView[];
@@ -85,6 +89,8 @@ export interface InvestigationState {
   kvRestore: KvRestore | null;
   kv: KvEntry[];
   compactions: CompactionView[];
+  /** Every pin and unpin, in order: ledger entries beside the compactions. */
+  pins: PinEvent[];
   exit: { reason: ExitReason; rounds: number; compactions: number } | null;
   finalAnswer: string | null;
   /** How many events were folded in. */
@@ -101,6 +107,7 @@ export function emptyState(): InvestigationState {
     kvRestore: null,
     kv: [],
     compactions: [],
+    pins: [],
     exit: null,
     finalAnswer: null,
     events: 0,
@@ -223,6 +230,10 @@ export function applyEvent(s: InvestigationState, e: AgentEvent): void {
       c.at = s.samples.length;
       break;
     }
+    case 'pin':
+      s.pins.push(e);
+      currentRound(s).items.push({ kind: 'pin', pin: e });
+      break;
     case 'compaction_failed':
       compactionFor(s, e.round).failed = e.message;
       break;

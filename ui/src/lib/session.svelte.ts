@@ -1,7 +1,7 @@
 // One investigation as the app holds it: its id, the folded events, and the
 // actions that call the backend.
 
-import type { Api, ApprovalScope } from './api';
+import type { Api, ApprovalScope, MessageCard } from './api';
 import { toApiError } from './api';
 import type { AgentEvent } from './events';
 import { applyEvent, emptyState, type InvestigationState } from './investigation';
@@ -11,6 +11,12 @@ export class Session {
   state = $state<InvestigationState>(emptyState());
   running = $state(false);
   error = $state<string | null>(null);
+  /** The stored history, one card per message, while the investigation is stopped (null: not loaded). */
+  history = $state<MessageCard[] | null>(null);
+  /** A pin or a compaction by hand is on its way. */
+  handBusy = $state(false);
+  /** What the last compaction by hand did, or why it changed nothing. */
+  handNote = $state<string | null>(null);
   readonly api: Api;
   /** The pending start or resume: events (and approval requests) can stream in before it returns the id. */
   private pending: Promise<number> | null = null;
@@ -28,6 +34,8 @@ export class Session {
     this.state = emptyState();
     this.error = null;
     this.id = null;
+    this.history = null;
+    this.handNote = null;
   }
 
   async start(question: string): Promise<void> {
@@ -92,6 +100,51 @@ export class Session {
     } catch (e) {
       this.error = toApiError(e).message;
     }
+  }
+
+  /** Loads the stored history's cards (the investigation must be stopped to change it). */
+  async loadHistory(): Promise<void> {
+    const id = this.id;
+    if (id === null) return;
+    try {
+      this.history = await this.api.investigationHistory(id);
+    } catch (e) {
+      this.error = toApiError(e).message;
+    }
+  }
+
+  /** Runs one change by hand between rounds, then shows the stored history again. */
+  private async byHand(change: (id: number) => Promise<void>): Promise<void> {
+    const id = this.id;
+    if (id === null || this.running || this.handBusy) return;
+    this.handBusy = true;
+    this.error = null;
+    this.handNote = null;
+    try {
+      await change(id);
+    } catch (e) {
+      this.error = toApiError(e).message;
+    } finally {
+      this.handBusy = false;
+    }
+    await this.loadHistory();
+  }
+
+  /** Keeps message `message` verbatim (`pinned`), or lets it be compacted again. */
+  async pin(message: string, pinned: boolean): Promise<void> {
+    await this.byHand(async (id) => {
+      await this.api.pinMessage(id, message, pinned, this.onEvent);
+    });
+  }
+
+  /** Compacts now (`upTo` null) or up to message `upTo`, with `strategy` or the investigation's own. */
+  async compactByHand(upTo: string | null, strategy: string | null): Promise<void> {
+    await this.byHand(async (id) => {
+      const r = await this.api.compactInvestigation(id, upTo, strategy, this.onEvent);
+      this.handNote = r.unchanged
+        ? `Not compacted: ${r.unchanged}`
+        : `Compacted ${upTo ? `up to ${upTo}` : 'now'}: ${r.tokens_before.toLocaleString('en-US')} → ${r.tokens_after.toLocaleString('en-US')} prompt tokens.`;
+    });
   }
 
   /** Shows a stored investigation by replaying its events. */

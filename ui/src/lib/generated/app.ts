@@ -169,3 +169,51 @@ result: ReplayResult, } | { "type": "error",
  * Why, for a user.
  */
 message: string, };
+
+export type MessageCard = { 
+/**
+ * The message's id (`m4`, `summary-m2`).
+ */
+id: string, 
+/**
+ * `system`, `user`, `assistant`, `tool-call`, `tool-result`, `tool-error` or `summary`.
+ */
+kind: string, 
+/**
+ * Its zone now, under the investigation's own recent setting:
+ * `pinned`, `compressible` or `recent`.
+ */
+zone: string, 
+/**
+ * Whether the user pinned this message (*keep verbatim*).
+ */
+pinned: boolean, 
+/**
+ * Whether it is kept verbatim through the pin of another member of
+ * its chain (a call, its results, their interpretation).
+ */
+pinned_with_chain: boolean, 
+/**
+ * Whether *summarise up to here* applies: the message comes after the
+ * question (the system prompt and the question are never compacted).
+ */
+summarisable: boolean, 
+/**
+ * Its text (a tool call's name and arguments), at most
+ * [`CARD_TEXT_CHARS`] characters.
+ */
+text: string, };
+
+export type HandResult = { 
+/**
+ * Prompt tokens before.
+ */
+tokens_before: number, 
+/**
+ * Prompt tokens after (equal to before when nothing changed).
+ */
+tokens_after: number, 
+/**
+ * Why the history is unchanged, when it is.
+ */
+unchanged: string | null, };
