@@ -277,6 +277,7 @@ app_commands![
     calibration::calibration,
     calibration::calibrate_model,
     replay::replay_investigation,
+    replay::export_investigation,
 ];
 
 /// The app over any runtime (tests use `tauri::test::mock_builder()`).
@@ -840,6 +841,8 @@ mod typescript {
             crate::bench::BenchOptions::decl(&cfg),
             crate::calibration::CalibrationEvent::decl(&cfg),
             crate::replay::ReplayEvent::decl(&cfg),
+            crate::replay::ProbeText::decl(&cfg),
+            crate::replay::ScenarioExport::decl(&cfg),
             crate::investigation::MessageCard::decl(&cfg),
             crate::investigation::HandResult::decl(&cfg),
         ] {

@@ -5,8 +5,10 @@
 
 use std::sync::Arc;
 
+use mf_bench::BenchError;
+use mf_bench::export::{UserProbe, export_session};
 use mf_bench::replay::{ReplayRequest, ReplayResult, replay_session};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tauri::State;
 use tauri::ipc::Channel;
 
@@ -88,6 +90,75 @@ pub fn start(state: &AppState, id: i64, strategies: &[String], send: impl Fn(Rep
     Ok(())
 }
 
+/// A probe the user wrote for an exported scenario (generated as
+/// ui/src/lib/generated/app.ts `ProbeText`).
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct ProbeText {
+    /// The question asked after compaction.
+    pub question: String,
+    /// The answer expected.
+    pub answer: String,
+}
+
+/// What an export wrote (generated as ui/src/lib/generated/app.ts `ScenarioExport`).
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct ScenarioExport {
+    /// The scenario file.
+    pub path: String,
+    /// Messages it holds (those before the first compaction point).
+    pub messages: usize,
+    /// Messages the investigation had in all.
+    pub transcript_messages: usize,
+    /// Probes it carries.
+    pub probes: usize,
+    /// What the export left out, and rules the file does not meet.
+    pub notes: Vec<String>,
+}
+
+/// Writes investigation `id` as a scenario of the benchmark suite into the
+/// exports folder (`scenarios/investigation-ID.json`), with the user's
+/// probes first (blank rows are skipped): what `mf replay ID --export DIR`
+/// writes. No model is loaded.
+#[tauri::command]
+pub fn export_investigation(state: State<'_, AppState>, id: i64, probes: Vec<ProbeText>) -> CmdResult<ScenarioExport> {
+    export(&state, id, &probes)
+}
+
+/// What `export_investigation` does.
+///
+/// # Errors
+/// `invalid_argument` for a probe with a question and no answer (or the
+/// reverse), or an investigation that never reached its trigger;
+/// `not_found`; `store`; `export` when the file cannot be written.
+pub fn export(state: &AppState, id: i64, probes: &[ProbeText]) -> CmdResult<ScenarioExport> {
+    let mut user = Vec::new();
+    for (i, p) in probes.iter().enumerate() {
+        let (q, a) = (p.question.trim(), p.answer.trim());
+        match (q.is_empty(), a.is_empty()) {
+            (true, true) => {}
+            (false, false) => user.push(UserProbe { question: q.to_owned(), reference: a.to_owned() }),
+            _ => return Err(CommandError::invalid(format!("Probe {}: write both the question and the answer you expect.", i + 1))),
+        }
+    }
+    let sessions = mf_agent::Sessions::at_db(&state.paths.db);
+    let dir = state.paths.exports.join("scenarios");
+    let (path, exported) = export_session(&sessions, id, &dir, &user, ReplayRequest::default().targets).map_err(|e| match e {
+        BenchError::Replay { source, .. } => CommandError::from(source),
+        e @ BenchError::InvalidSetting { .. } => CommandError::invalid(e.to_string()),
+        e => CommandError::new("export", e.to_string()),
+    })?;
+    let s = &exported.scenario;
+    Ok(ScenarioExport {
+        path: path.display().to_string(),
+        messages: s.messages.len(),
+        transcript_messages: s.origin.as_ref().map_or(s.messages.len(), |o| o.transcript_messages),
+        probes: s.probes.len(),
+        notes: exported.notes,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -127,5 +198,20 @@ mod tests {
             ReplayEvent::Error { message } => assert!(message.contains("4242"), "{message}"),
             other => panic!("expected an error, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn an_export_checks_its_probes_and_names_the_investigation() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = state(dir.path());
+        let half = ProbeText { question: "Who?".into(), answer: " ".into() };
+        let e = export(&s, 1, &[half]).unwrap_err();
+        assert_eq!(e.code, "invalid_argument");
+        assert!(e.message.contains("Probe 1"), "{}", e.message);
+        let blank = ProbeText { question: String::new(), answer: String::new() };
+        let e = export(&s, 4242, &[blank]).unwrap_err();
+        assert_eq!(e.code, "not_found", "{}", e.message);
+        assert!(e.message.contains("4242"), "{}", e.message);
+        assert!(!s.paths.exports.join("scenarios").join("investigation-4242.json").exists());
     }
 }

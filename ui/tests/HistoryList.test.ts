@@ -93,4 +93,45 @@ describe('HistoryList', () => {
     expect((await within(view).findByRole('alert')).textContent).toContain('never went over the trigger');
     expect((within(view).getByRole('button', { name: 'Compare' }) as HTMLButtonElement).disabled).toBe(false);
   });
+
+  it('exports an investigation as a scenario with the probes written, and shows where it went and what was left out', async () => {
+    const m = mockApi({ listInvestigations: vi.fn(async () => rows) });
+    render(HistoryList, { api: m.api });
+    const trs = await screen.findAllByTestId('history-row');
+    await fireEvent.click(within(trs[1]!).getByRole('button', { name: 'Compare strategies' }));
+    const box = within(await screen.findByTestId('replay-export'));
+    await fireEvent.input(box.getByLabelText('Probe 1: question'), { target: { value: 'Who commands the incident?' } });
+    await fireEvent.input(box.getByLabelText('Probe 1: expected answer'), { target: { value: 'Yusuf Adeyemi' } });
+    await fireEvent.click(box.getByRole('button', { name: 'Add a probe' }));
+    await fireEvent.click(box.getByRole('button', { name: 'Add a probe' }));
+    // Three probes at most.
+    expect((box.getByRole('button', { name: 'Add a probe' }) as HTMLButtonElement).disabled).toBe(true);
+    await fireEvent.click(box.getByRole('button', { name: 'Export' }));
+    expect(m.api.exportInvestigation).toHaveBeenCalledWith(1, [
+      { question: 'Who commands the incident?', answer: 'Yusuf Adeyemi' },
+      { question: '', answer: '' },
+      { question: '', answer: '' },
+    ]);
+    const said = await box.findByTestId('export-result');
+    expect(said.textContent).toContain('/data/exports/scenarios/investigation-1.json');
+    expect(said.textContent).toContain('8 of 31 messages, 2 probes');
+    expect(said.textContent).toContain('bench-forgetting --scenarios /data/exports/scenarios');
+    expect(box.getByText(/a next reply left out/)).toBeTruthy();
+  });
+
+  it('says why an export was refused', async () => {
+    const m = mockApi({
+      listInvestigations: vi.fn(async () => rows),
+      exportInvestigation: vi.fn(async () => {
+        throw { code: 'invalid_argument', message: 'investigation 2 never went over its compaction trigger: there is no point to cut it at' };
+      }),
+    });
+    render(HistoryList, { api: m.api });
+    const trs = await screen.findAllByTestId('history-row');
+    await fireEvent.click(within(trs[0]!).getByRole('button', { name: 'Compare strategies' }));
+    const box = within(await screen.findByTestId('replay-export'));
+    await fireEvent.click(box.getByRole('button', { name: 'Export' }));
+    expect((await box.findByRole('alert')).textContent).toContain('never went over its compaction trigger');
+    expect(box.queryByTestId('export-result')).toBeNull();
+  });
 });

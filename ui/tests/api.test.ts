@@ -143,6 +143,7 @@ describe('tauriApi', () => {
       tauriApi.calibration(),
       tauriApi.calibrateModel(noop),
       tauriApi.replayInvestigation(1, ['v1'], noop),
+      tauriApi.exportInvestigation(1, []),
     ]);
     expect([...seen].sort()).toEqual([...COMMANDS].sort());
     expect(new Set(COMMANDS).size).toBe(COMMANDS.length);

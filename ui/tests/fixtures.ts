@@ -9,6 +9,7 @@ import type {
   HandResult,
   MessageCard,
   ModelResult,
+  ProbeText,
   ReplayEvent,
   ReplayResult,
   SettingError,
@@ -195,6 +196,13 @@ export function mockApi(over: Partial<Api> = {}) {
     replayInvestigation: vi.fn(async (_id: number, _s: string[], on: (e: ReplayEvent) => void) => {
       sinks.replay = on;
     }),
+    exportInvestigation: vi.fn(async (id: number, probes: ProbeText[]) => ({
+      path: `/data/exports/scenarios/investigation-${id}.json`,
+      messages: 8,
+      transcript_messages: 31,
+      probes: probes.filter((p) => p.question.trim() !== '').length + 1,
+      notes: ['a next reply left out ("{\"name\": \"http\"…"…): none of its facts is held only by the middle of the history, so losing the middle cannot show'],
+    })),
     ...over,
   } satisfies Api;
   return { api, sinks, settings };

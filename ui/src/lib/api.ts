@@ -29,10 +29,12 @@ export type {
   HandResult,
   MessageCard,
   ModelInfo,
+  ProbeText,
   ReplayEvent,
   RunCode,
+  ScenarioExport,
 } from './generated/app';
-import type { AppInfo, BenchOptions, CalibrationEvent, DemoWorld, DownloadEvent, HandResult, MessageCard, ModelInfo, ReplayEvent } from './generated/app';
+import type { AppInfo, BenchOptions, CalibrationEvent, DemoWorld, DownloadEvent, HandResult, MessageCard, ModelInfo, ProbeText, ReplayEvent, ScenarioExport } from './generated/app';
 
 /** An error thrown by every `Api` method when a command fails. */
 export class ApiError extends Error {
@@ -180,6 +182,8 @@ export interface Api {
    * stream to `onEvent` (minutes on the small test models).
    */
   replayInvestigation(id: number, strategies: string[], onEvent: (e: ReplayEvent) => void): Promise<void>;
+  /** Writes the investigation as a scenario of the benchmark suite (into the exports folder); the user's probes first. */
+  exportInvestigation(id: number, probes: ProbeText[]): Promise<ScenarioExport>;
 }
 
 async function call<T>(cmd: string, args?: Record<string, unknown>): Promise<T> {
@@ -243,6 +247,7 @@ export const tauriApi: Api = {
   calibration: () => call('calibration'),
   calibrateModel: (onEvent) => call('calibrate_model', { onEvent: channel(onEvent) }),
   replayInvestigation: (id, strategies, onEvent) => call('replay_investigation', { id, strategies, onEvent: channel(onEvent) }),
+  exportInvestigation: (id, probes) => call('export_investigation', { id, probes }),
 };
 
 /**

@@ -170,6 +170,38 @@ result: ReplayResult, } | { "type": "error",
  */
 message: string, };
 
+export type ProbeText = { 
+/**
+ * The question asked after compaction.
+ */
+question: string, 
+/**
+ * The answer expected.
+ */
+answer: string, };
+
+export type ScenarioExport = { 
+/**
+ * The scenario file.
+ */
+path: string, 
+/**
+ * Messages it holds (those before the first compaction point).
+ */
+messages: number, 
+/**
+ * Messages the investigation had in all.
+ */
+transcript_messages: number, 
+/**
+ * Probes it carries.
+ */
+probes: number, 
+/**
+ * What the export left out, and rules the file does not meet.
+ */
+notes: Array<string>, };
+
 export type MessageCard = { 
 /**
  * The message's id (`m4`, `summary-m2`).
