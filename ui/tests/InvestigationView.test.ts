@@ -76,7 +76,8 @@ describe('InvestigationView', () => {
     const entry = screen.getByTestId('compaction');
     expect(within(entry).getByTestId('compaction-tokens').textContent).toBe('2,990 → 1,402 tokens');
     expect(entry.textContent).toContain('class aggregation');
-    expect(entry.textContent).toContain('model summary, appended to the live cache');
+    // The model that wrote the summary is named (a summariser chosen in the settings, here).
+    expect(entry.textContent).toContain('model summary by gemma-3-270m-q4_k_m, appended to the live cache');
 
     await fireEvent.click(within(entry).getByRole('button'));
     const ledgerRows = screen.getAllByTestId('ledger-row');
@@ -85,6 +86,7 @@ describe('InvestigationView', () => {
     expect(within(ledgerRows[0]!).getByTestId('dim-data').textContent).toBe('—');
     expect(screen.getByTestId('ledger-class').textContent).toBe('aggregation');
     expect(screen.getByTestId('ledger-summary').textContent).toBe('eu-west has 412 5xx errors; us-east 77.');
+    expect(screen.getByTestId('ledger-summary-by').textContent).toBe('Summary (model, written by gemma-3-270m-q4_k_m)');
 
     // Undo waits until the loop has stopped.
     const undo = screen.getByRole('button', { name: 'Undo this compaction' }) as HTMLButtonElement;

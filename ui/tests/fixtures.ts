@@ -69,6 +69,7 @@ export const compactionFinished: AgentEvent = {
   messages_before: 11,
   messages_after: 6,
   summary_by: 'model',
+  summary_model: 'gemma-3-270m-q4_k_m',
   fallback_reason: null,
   summary: 'eu-west has 412 5xx errors; us-east 77.',
   appended_to_live_cache: true,

@@ -48,6 +48,8 @@ pub struct CompactionJob {
     pub tokens_before: u32,
     /// Set when the user asked for this compaction (for the started event).
     pub by_hand: Option<crate::events::ByHand>,
+    /// Another engine or model that writes the summaries (none: `backend`).
+    pub summariser: Option<Arc<dyn Backend>>,
 }
 
 impl CompactionJob {
@@ -68,6 +70,7 @@ impl CompactionJob {
             let _ = events.send(AgentEvent::Kv { round, purpose, stats: g.usage.kv.into(), completion_tokens: g.usage.completion_tokens });
         };
         let model = ModelCalls { handle, backend: self.backend.as_ref(), cancel: &self.cancel, on_call: &on_call, branched: false };
+        let summariser = self.summariser.as_deref().map(|backend| ModelCalls { backend, ..model });
         let spec = CompactionSpec {
             strategy: self.strategy,
             budget: self.budget,
@@ -78,7 +81,7 @@ impl CompactionJob {
             probe_max_tokens: PROBE_MAX_TOKENS,
         };
         let (tx, tokens_before, by_hand) = (self.events.clone(), self.tokens_before, self.by_hand);
-        crate::model::compact(model, &self.counter, &self.history, &spec, &mut |plan| {
+        crate::model::compact(model, summariser, &self.counter, &self.history, &spec, &mut |plan| {
             let _ = tx.send(AgentEvent::compaction_started(round, tokens_before, plan, by_hand.clone()));
         })
     }

@@ -21,6 +21,7 @@ pub const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
 
 /// The kind of engine, as the settings name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum EngineKind {

@@ -197,6 +197,12 @@ pub enum AgentEvent {
         #[serde(default)]
         #[cfg_attr(test, ts(optional = nullable))]
         summary_pass: Option<String>,
+        /// The model that wrote the summary (the investigation's own, or the
+        /// summariser chosen in the settings); null without a model summary,
+        /// and in events stored before it was recorded.
+        #[serde(default)]
+        #[cfg_attr(test, ts(optional = nullable))]
+        summary_model: Option<String>,
         /// Wall time of the whole compaction (snapshot, plan, summary pass,
         /// apply, measuring), milliseconds; null only in events stored before it was measured.
         #[serde(default)]

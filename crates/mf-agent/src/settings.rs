@@ -156,6 +156,20 @@ pub struct RunSettings {
     /// (`SummaryPass`'s names; the form does not show it).
     #[cfg_attr(test, ts(type = "string"))]
     pub summary_pass: SummaryPass,
+    /// Who writes the compaction summaries: absent, the investigation's own
+    /// model; else another engine (`embedded`: a GGUF file; `ollama`;
+    /// `openai`, its key from `api_key_env`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub summariser: Option<EngineKind>,
+    /// The summariser's model: a GGUF file (embedded) or its name on the server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub summariser_model: Option<String>,
+    /// The summariser's server URL (Ollama or OpenAI-compatible).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub summariser_url: Option<String>,
     /// Let thinking models think.
     pub thinking: bool,
     /// Sampling temperature of the replies (0: greedy).
@@ -216,6 +230,9 @@ impl Default for RunSettings {
             gamma: a.plan.gamma,
             delta: a.delta,
             summary_pass: a.summary_pass,
+            summariser: None,
+            summariser_model: None,
+            summariser_url: None,
             thinking: a.sampling.thinking != mf_inference::Thinking::Off,
             temperature: a.sampling.temperature,
             seed: a.sampling.seed,
@@ -307,7 +324,8 @@ impl RunSpec {
         let engine = resolve_engine(s, &mut e);
         let agent = resolve_agent(s, &mut e);
         let tools = resolve_tools(s, &mut e);
-        e.into_result(|| RunSpec { engine, context: s.context, agent, tools })
+        let summariser = resolve_summariser(s, &mut e);
+        e.into_result(|| RunSpec { engine, context: s.context, agent, tools, summariser })
     }
 }
 
@@ -381,6 +399,30 @@ fn resolve_engine(s: &RunSettings, e: &mut SettingErrors) -> EngineChoice {
             EngineChoice::OpenAi { url, model, tools_in_text: s.server_tools_in_text, key: KeySource::from_env_name(&s.api_key_env) }
         }
     }
+}
+
+/// The summariser the settings choose, if any (on the engine's threads and GPU setting).
+fn resolve_summariser(s: &RunSettings, e: &mut SettingErrors) -> Option<EngineChoice> {
+    let kind = s.summariser?;
+    let model = s.summariser_model.as_deref().unwrap_or_default().trim().to_owned();
+    if model.is_empty() {
+        e.add("summariser_model", "Name the model that writes the summaries (a .gguf file, or its name on the server).");
+    }
+    if kind == EngineKind::Embedded {
+        if !model.is_empty() && !Path::new(&model).is_file() {
+            e.add("summariser_model", format!("No model file at {model}."));
+        }
+        let threads = s.threads.and_then(|t| i32::try_from(t).ok());
+        return Some(EngineChoice::Embedded { model: PathBuf::from(model), threads, gpu: s.gpu, tool_grammar: false });
+    }
+    let url = s.summariser_url.as_deref().unwrap_or_default().trim().to_owned();
+    if !(url.starts_with("http://") || url.starts_with("https://")) || url.contains(char::is_whitespace) {
+        e.add("summariser_url", "The summariser's server URL must start with http:// or https://.");
+    }
+    Some(match kind {
+        EngineKind::Ollama => EngineChoice::Ollama { url, model },
+        EngineKind::Openai | EngineKind::Embedded => EngineChoice::OpenAi { url, model, tools_in_text: false, key: KeySource::from_env_name(&s.api_key_env) },
+    })
 }
 
 fn resolve_agent(s: &RunSettings, e: &mut SettingErrors) -> AgentSettings {
@@ -536,6 +578,41 @@ mod tests {
         assert_eq!(spec.context, DEFAULT_CONTEXT);
         assert_eq!(spec.engine, EngineChoice::Embedded { model: m.into(), threads: None, gpu: false, tool_grammar: true });
         assert_eq!(spec.tools, ToolsSpec::default());
+    }
+
+    #[test]
+    fn a_summariser_is_another_engine_checked_like_the_model() {
+        let (_d, m) = model();
+        let base = RunSettings { model_path: m.clone(), ..RunSettings::default() };
+        assert_eq!(RunSpec::resolve(&base).unwrap().summariser, None, "by default the model writes its own summaries");
+        let file = RunSettings { summariser: Some(EngineKind::Embedded), summariser_model: Some(m.clone()), threads: Some(2), ..base.clone() };
+        assert_eq!(
+            RunSpec::resolve(&file).unwrap().summariser,
+            Some(EngineChoice::Embedded { model: m.clone().into(), threads: Some(2), gpu: false, tool_grammar: false })
+        );
+        let server = RunSettings {
+            summariser: Some(EngineKind::Openai),
+            summariser_model: Some("big".into()),
+            summariser_url: Some("http://127.0.0.1:8080/v1".into()),
+            ..base.clone()
+        };
+        assert!(matches!(RunSpec::resolve(&server).unwrap().summariser, Some(EngineChoice::OpenAi { model, .. }) if model == "big"));
+        let bad = [
+            (RunSettings { summariser: Some(EngineKind::Embedded), summariser_model: Some("/nowhere/s.gguf".into()), ..base.clone() }, "summariser_model"),
+            (RunSettings { summariser: Some(EngineKind::Ollama), summariser_url: Some("http://h:1".into()), ..base.clone() }, "summariser_model"),
+            (
+                RunSettings { summariser: Some(EngineKind::Ollama), summariser_model: Some("m".into()), summariser_url: Some("h:1".into()), ..base.clone() },
+                "summariser_url",
+            ),
+        ];
+        for (s, field) in bad {
+            assert_eq!(RunSpec::resolve(&s).unwrap_err().fields(), vec![field]);
+        }
+        // A stored spec without one reads as before.
+        let spec = RunSpec::resolve(&base).unwrap();
+        let json = serde_json::to_value(&spec).unwrap();
+        assert!(json.get("summariser").is_none());
+        assert_eq!(serde_json::from_value::<RunSpec>(json).unwrap(), spec);
     }
 
     #[test]

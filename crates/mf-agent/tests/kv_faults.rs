@@ -164,6 +164,7 @@ async fn damaged_kv_files_are_decoded_again_with_the_same_answer_and_never_abort
             ..AgentSettings::default()
         },
         tools: ToolsSpec::default(),
+        summariser: None,
     };
     let root = tempfile::tempdir().unwrap();
     let (pristine, dir) = (root.path().join("pristine"), root.path().join("data"));

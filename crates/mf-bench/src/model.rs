@@ -310,7 +310,7 @@ impl Model {
         };
         let calls =
             ModelCalls { handle: self.rt.handle(), backend: self.backend.as_ref(), cancel: &self.cancel, on_call: &on_call, branched: self.branched.get() };
-        let run = mf_agent::model::compact(calls, &self.counter, history, spec, &mut |_| {});
+        let run = mf_agent::model::compact(calls, None, &self.counter, history, spec, &mut |_| {});
         if self.is_cancelled() {
             return Err(BenchError::Cancelled);
         }

@@ -120,6 +120,7 @@ fn agent_requests(backend: &Arc<Recording>, history: &[Message], condition: Cond
         round: 3,
         tokens_before: 0,
         by_hand: None,
+        summariser: None,
     };
     let run = rt.block_on(job.run()).unwrap();
     run.result.unwrap();

@@ -69,6 +69,8 @@ fn flag(field: &str) -> &str {
         "model_path" | "server_model" => "--model",
         "server_url" => "--openai/--ollama",
         "api_key_env" => "--api-key-env",
+        "summariser_model" => "--summariser-model",
+        "summariser_url" => "--summariser-url",
         "threads" => "--threads",
         "context" => "--ctx",
         "reserve" => "--reserve",
@@ -272,6 +274,17 @@ pub struct InvestigateArgs {
     /// (nothing reused; for measuring the difference).
     #[arg(long, default_value_t = defaults().summary_pass)]
     pub summary_pass: SummaryPass,
+    /// Have another engine write the compaction summaries: `embedded` (a
+    /// GGUF file), `ollama` or `openai` (its key from the engine's key
+    /// variable); by default the investigation's own model writes them.
+    #[arg(long, value_enum, requires = "summariser_model")]
+    pub summariser: Option<mf_agent::EngineKind>,
+    /// The summariser's model: a GGUF file (embedded) or its name on the server.
+    #[arg(long, requires = "summariser")]
+    pub summariser_model: Option<String>,
+    /// The summariser's server URL (with `--summariser ollama|openai`).
+    #[arg(long, requires = "summariser")]
+    pub summariser_url: Option<String>,
     /// Do not save the KV cache (it is saved to `kv/ID.bin` in the data
     /// folder after each tool-calling reply and at the end, for a resume).
     #[arg(long)]
@@ -311,6 +324,9 @@ impl InvestigateArgs {
         s.seed = self.seed;
         s.system_prompt.clone_from(&self.system);
         s.summary_pass = self.summary_pass;
+        s.summariser = self.summariser;
+        s.summariser_model.clone_from(&self.summariser_model);
+        s.summariser_url.clone_from(&self.summariser_url);
         self.tools.apply(&mut s)?;
         Ok((s, notes))
     }

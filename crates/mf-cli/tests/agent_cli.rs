@@ -83,6 +83,16 @@ fn sessions_on_an_empty_store_and_bad_input() {
     assert_eq!(out.status.code(), Some(2));
     let out = mf(&["investigate", "q", "--model", "/nonexistent.gguf", "--strategy", "v3"], home.path());
     assert_eq!(out.status.code(), Some(2));
+    // A summariser is checked like the model, each flag named.
+    let server = ["investigate", "q", "--openai", "http://127.0.0.1:9/v1", "--model", "m", "--summariser"];
+    let out = mf(&[&server[..], &["ollama", "--summariser-model", "big", "--summariser-url", "h:1"]].concat(), home.path());
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--summariser-url"), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = mf(&[&server[..], &["embedded", "--summariser-model", "/nowhere/s.gguf"]].concat(), home.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nowhere/s.gguf"), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = mf(&[&server[..], &["embedded"]].concat(), home.path());
+    assert_eq!(out.status.code(), Some(2), "--summariser needs --summariser-model");
 }
 
 /// An OpenAI-compatible chat server on 127.0.0.1 that answers every chat

@@ -105,6 +105,7 @@ impl Agent {
             round,
             tokens_before: g.prompt_tokens,
             by_hand: ask.by_hand,
+            summariser: self.summariser.clone(),
         };
         let fut = job.run();
         tokio::pin!(fut);
@@ -141,6 +142,7 @@ impl Agent {
                     g2.prompt_tokens,
                     &c.report,
                     run.summary_pass.map(SummaryPrompt::as_str),
+                    run.summary_model.as_deref(),
                     ms,
                 ));
                 sink.emit(&AgentEvent::Gauge { gauge: g2, forecast: self.forecast(&g2) });

@@ -136,6 +136,9 @@ pub struct Agent {
     kv_file: Option<std::path::PathBuf>,
     /// On resume: the cache file to load, or why it is not loaded.
     kv_load: Option<(std::path::PathBuf, Result<(), KvMiss>)>,
+    /// Another engine or model that writes the compaction summaries
+    /// ([`Agent::with_summariser`]); none: this agent's own model.
+    summariser: Option<Arc<dyn Backend>>,
 }
 
 /// What a compaction can be undone to.
@@ -209,7 +212,18 @@ impl Agent {
             growth: std::collections::VecDeque::new(),
             kv_file: None,
             kv_load: None,
+            summariser: None,
         })
+    }
+
+    /// Has `summariser` (another engine or model) write the compaction
+    /// summaries instead of this agent's model; the ledger names it. Its
+    /// cache does not hold the investigation, so each summary request is
+    /// decoded there in full (within its own window, as for the model itself).
+    #[must_use]
+    pub fn with_summariser(mut self, summariser: Option<Arc<dyn Backend>>) -> Self {
+        self.summariser = summariser;
+        self
     }
 
     /// Saves the KV cache to `path` at each resume point (after a reply that

@@ -123,6 +123,7 @@ impl AgentEvent {
         tokens_after: u32,
         report: &CompactionReport,
         summary_pass: Option<&str>,
+        summary_model: Option<&str>,
         duration_ms: u64,
     ) -> Self {
         let appended = summary_pass.is_some_and(|p| p != "standalone");
@@ -145,6 +146,7 @@ impl AgentEvent {
             summary: report.summary.clone(),
             appended_to_live_cache: appended && summary_by != SummaryBy::None,
             summary_pass: summary_pass.filter(|_| summary_by != SummaryBy::None).map(str::to_owned),
+            summary_model: summary_model.filter(|_| summary_by == SummaryBy::Model).map(str::to_owned),
             duration_ms: Some(duration_ms),
             verbatim: ids(&report.verbatim),
             summarised: ids(&report.summarised),

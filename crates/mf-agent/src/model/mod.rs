@@ -184,6 +184,8 @@ pub struct CompactionRun {
     pub result: Result<Compaction, ForgettingError>,
     /// Which prompt the summary pass used (none without a pass).
     pub summary_pass: Option<SummaryPrompt>,
+    /// The model that wrote the summary (none without a pass).
+    pub summary_model: Option<String>,
     /// Notes for the event stream (fallbacks of the ranking).
     pub notes: Vec<String>,
     /// Withholding-test calls made by the model.
@@ -191,11 +193,14 @@ pub struct CompactionRun {
 }
 
 /// Plans and applies one compaction of `history` with the model: the one
-/// code path of the loop and of the benchmark. `on_plan` sees the plan
-/// between the two steps (the loop emits `compaction_started` there).
-/// Blocking: call it off the runtime's worker threads.
+/// code path of the loop and of the benchmark. The summary pass runs on
+/// `summariser` when one is given (another engine or model), else on
+/// `model`. `on_plan` sees the plan between the two steps (the loop emits
+/// `compaction_started` there). Blocking: call it off the runtime's worker
+/// threads.
 pub fn compact(
     model: ModelCalls<'_>,
+    summariser: Option<ModelCalls<'_>>,
     counter: &ModelCounter,
     history: &[Message],
     spec: &CompactionSpec,
@@ -239,10 +244,12 @@ pub fn compact(
     };
     let plan = match planned {
         Ok(p) => p,
-        Err(e) => return CompactionRun { plan: None, result: Err(e), summary_pass: None, notes, probe_calls },
+        Err(e) => return CompactionRun { plan: None, result: Err(e), summary_pass: None, summary_model: None, notes, probe_calls },
     };
     on_plan(&plan);
-    let mut summarizer = ModelSummarizer::new(model, history, &spec.tools, spec.summary_pass, reserve);
+    let writer = summariser.unwrap_or(model);
+    let mut summarizer = ModelSummarizer::new(writer, history, &spec.tools, spec.summary_pass, reserve);
     let result = mf_forgetting::apply(&plan, history, &mut summarizer, &counter);
-    CompactionRun { plan: Some(plan), result, summary_pass: summarizer.used, notes, probe_calls }
+    let summary_model = summarizer.used.map(|_| writer.backend.model_info().name);
+    CompactionRun { plan: Some(plan), result, summary_pass: summarizer.used, summary_model, notes, probe_calls }
 }

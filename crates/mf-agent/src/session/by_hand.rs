@@ -99,9 +99,10 @@ impl Sessions {
             None => {
                 let spec = self.spec(id)?;
                 spec.check_model_file()?;
+                let summariser = super::summariser(&spec, api_key.clone()).await?;
                 let backend = self.backend(&spec.engine, spec.context, api_key).await?;
                 let (tools, _) = tools_for(&spec, &backend, None).await?;
-                Agent::new(backend, tools, Arc::new(FixedApprover(false)), spec.agent.clone())?
+                Agent::new(backend, tools, Arc::new(FixedApprover(false)), spec.agent.clone())?.with_summariser(summariser)
             }
         };
         let round = last_round(&store, id)?;

@@ -253,9 +253,10 @@ impl Sessions {
         }
         spec.check_model_file()?;
         let store = self.store()?;
+        let summariser = summariser(&spec, api_key.clone()).await?;
         let backend = self.backend(&spec.engine, spec.context, api_key).await?;
         let (tools, mut notes) = tools_for(&spec, &backend, tools).await?;
-        let mut agent = Agent::new(backend, tools, approver, spec.agent.clone())?;
+        let mut agent = Agent::new(backend, tools, approver, spec.agent.clone())?.with_summariser(summariser);
         let id = store.create(question, &serde_json::to_value(&spec)?)?;
         notes.extend(self.attach_kv(&mut agent, id, &spec, KvLoad::NotAttempted)?);
         Ok(Launch { id, spec, notes, agent, store, start: Start::Fresh(question.to_owned()) })
@@ -304,9 +305,10 @@ impl Sessions {
             spec.agent.safety_cap = how.safety_cap;
         }
         spec.check_model_file()?;
+        let summariser = summariser(&spec, api_key.clone()).await?;
         let backend = self.backend(&spec.engine, spec.context, api_key).await?;
         let (tools, mut notes) = tools_for(&spec, &backend, tools).await?;
-        let mut agent = Agent::new(backend, tools, approver, spec.agent.clone())?;
+        let mut agent = Agent::new(backend, tools, approver, spec.agent.clone())?.with_summariser(summariser);
         let load = if how.skip_kv { KvLoad::Miss(KvMiss::Skipped) } else { KvLoad::IfItMatches };
         notes.extend(self.attach_kv(&mut agent, id, &spec, load)?);
         store.mark_running(id)?;
@@ -421,6 +423,19 @@ async fn connect_mcp(registry: Arc<ToolRegistry>, backend: Arc<dyn Backend>) -> 
     })
     .await
     .map_err(|e| AgentError::InvalidSetting(format!("tools: connecting the MCP servers stopped: {e}")))
+}
+
+/// The summariser `spec` chooses, loaded at the investigation's window (a
+/// server engine connects on first use); none: the investigation's model
+/// writes its own summaries.
+///
+/// # Errors
+/// The summariser's load error.
+pub(crate) async fn summariser(spec: &RunSpec, api_key: Option<String>) -> Result<Option<Arc<dyn Backend>>, AgentError> {
+    match &spec.summariser {
+        Some(engine) => Ok(Some(engine.load(spec.context, api_key).await?)),
+        None => Ok(None),
+    }
 }
 
 impl Launch {

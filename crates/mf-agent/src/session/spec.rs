@@ -92,6 +92,10 @@ pub struct RunSpec {
     /// Tools and approvals.
     #[serde(default)]
     pub tools: ToolsSpec,
+    /// Another engine or model that writes the compaction summaries (none:
+    /// the investigation's own model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summariser: Option<EngineChoice>,
 }
 
 impl RunSpec {
@@ -101,10 +105,14 @@ impl RunSpec {
     /// # Errors
     /// [`AgentError::InvalidSetting`] naming the missing file.
     pub fn check_model_file(&self) -> Result<(), AgentError> {
-        match &self.engine {
-            EngineChoice::Embedded { model, .. } if !model.is_file() => Err(AgentError::InvalidSetting(format!("no model file at {}", model.display()))),
-            _ => Ok(()),
+        for engine in std::iter::once(&self.engine).chain(&self.summariser) {
+            if let EngineChoice::Embedded { model, .. } = engine
+                && !model.is_file()
+            {
+                return Err(AgentError::InvalidSetting(format!("no model file at {}", model.display())));
+            }
         }
+        Ok(())
     }
 }
 
@@ -120,6 +128,7 @@ mod tests {
             context: 2048,
             agent: AgentSettings::default(),
             tools: ToolsSpec::default(),
+            summariser: None,
         };
         s.agent.strategy = mf_forgetting::StrategyKind::V1;
         s.tools.allowed_hosts = vec!["127.0.0.1:9".into()];
@@ -151,6 +160,7 @@ mod tests {
             context: 2048,
             agent: AgentSettings::default(),
             tools: ToolsSpec::default(),
+            summariser: None,
         };
         assert!(s.check_model_file().unwrap_err().to_string().contains("no model file at /nowhere/x.gguf"));
     }

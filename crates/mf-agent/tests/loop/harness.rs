@@ -70,6 +70,7 @@ pub(crate) fn scripted_spec(dir: &std::path::Path, strategy: StrategyKind) -> mf
         context: 4096,
         agent: settings(strategy),
         tools: mf_agent::ToolsSpec::default(),
+        summariser: None,
     }
 }
 

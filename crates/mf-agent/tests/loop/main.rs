@@ -15,4 +15,5 @@ mod mcp_window;
 mod sending;
 mod sessions;
 mod store;
+mod summariser;
 mod window;

@@ -31,6 +31,7 @@ async fn mcp_tools_over_their_share_of_the_window_are_refused_with_a_note() {
         context: 4096,
         agent: settings(StrategyKind::V2),
         tools: ToolsSpec { mcp: Some(servers), ..ToolsSpec::default() },
+        summariser: None,
     };
     let sessions = Sessions::new(dir.path());
     sessions.use_backend(&spec.engine, spec.context, Scripted::new(4096, vec![Reply::Text("Nothing to do.")])).await;

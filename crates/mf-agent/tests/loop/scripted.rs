@@ -32,6 +32,8 @@ pub(crate) struct Scripted {
     slots: Mutex<HashMap<String, Vec<i32>>>,
     /// KV figures of every generation (prefills included), in order.
     pub(crate) kv_log: Mutex<Vec<(&'static str, KvStats)>>,
+    /// The model's name in `model_info`.
+    name: &'static str,
 }
 
 impl Scripted {
@@ -40,6 +42,12 @@ impl Scripted {
     }
     pub(crate) fn with_kv(ctx: u32, script: Vec<Reply>) -> Arc<Self> {
         Arc::new(Scripted { kv: true, ..Self::plain(ctx, script) })
+    }
+    /// A backend that only writes summaries, under the model name `name`.
+    pub(crate) fn summariser(ctx: u32, name: &'static str, summary: &str) -> Arc<Self> {
+        let s = Scripted { name, ..Self::plain(ctx, Vec::new()) };
+        *s.summary.lock().unwrap() = Ok(summary.to_owned());
+        Arc::new(s)
     }
     fn plain(ctx: u32, script: Vec<Reply>) -> Self {
         Scripted {
@@ -51,6 +59,7 @@ impl Scripted {
             cache: Mutex::new(Vec::new()),
             slots: Mutex::new(HashMap::new()),
             kv_log: Mutex::new(Vec::new()),
+            name: "scripted",
         }
     }
     /// Runs a prompt through the simulated cache exactly as the worker does:
@@ -190,7 +199,7 @@ impl Backend for Scripted {
 
     fn model_info(&self) -> ModelInfo {
         ModelInfo {
-            name: "scripted".into(),
+            name: self.name.into(),
             backend: "test".into(),
             architecture: None,
             context_size: self.ctx,

@@ -26,6 +26,7 @@ async fn sessions_store_the_spec_save_the_cache_and_resume_with_both() {
         context: 4096,
         agent: settings(StrategyKind::V1),
         tools: ToolsSpec::default(),
+        summariser: None,
     };
     spec.agent.safety_cap = Some(9);
 

@@ -328,10 +328,16 @@ pub async fn run_world(backend: Arc<dyn Backend>, world: &World, strategy: Agent
     let (out, session) = match &cfg.store {
         None => (agent.run(&question, &mut sink).await, None),
         Some(target) => {
-            let store_err = |e: mf_agent::AgentError| BenchError::InvalidSetting { name: "store", reason: format!("{}: {e}", target.db.display()) };
+            // The store's errors name its file.
+            let store_err = |e: mf_agent::AgentError| BenchError::InvalidSetting { name: "store", reason: e.to_string() };
             let store = mf_agent::Store::open(&target.db).map_err(store_err)?;
-            let spec =
-                mf_agent::RunSpec { engine: target.engine.clone(), context: n_ctx, agent: agent.settings().clone(), tools: mf_agent::ToolsSpec::default() };
+            let spec = mf_agent::RunSpec {
+                engine: target.engine.clone(),
+                context: n_ctx,
+                agent: agent.settings().clone(),
+                tools: mf_agent::ToolsSpec::default(),
+                summariser: None,
+            };
             let id = store.create(&question, &serde_json::to_value(&spec)?).map_err(store_err)?;
             let mut stored = mf_agent::StoreSink { store: &store, id, next: &mut sink, error: None };
             let out = agent.run(&question, &mut stored).await;

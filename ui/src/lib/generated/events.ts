@@ -404,6 +404,12 @@ appended_to_live_cache: boolean,
  */
 summary_pass?: string | null, 
 /**
+ * The model that wrote the summary (the investigation's own, or the
+ * summariser chosen in the settings); null without a model summary,
+ * and in events stored before it was recorded.
+ */
+summary_model?: string | null, 
+/**
  * Wall time of the whole compaction (snapshot, plan, summary pass,
  * apply, measuring), milliseconds; null only in events stored before it was measured.
  */

@@ -104,6 +104,20 @@ delta: string,
  */
 summary_pass: string, 
 /**
+ * Who writes the compaction summaries: absent, the investigation's own
+ * model; else another engine (`embedded`: a GGUF file; `ollama`;
+ * `openai`, its key from `api_key_env`).
+ */
+summariser?: EngineKind, 
+/**
+ * The summariser's model: a GGUF file (embedded) or its name on the server.
+ */
+summariser_model?: string, 
+/**
+ * The summariser's server URL (Ollama or OpenAI-compatible).
+ */
+summariser_url?: string, 
+/**
  * Let thinking models think.
  */
 thinking: boolean, 
