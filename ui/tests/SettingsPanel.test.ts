@@ -35,6 +35,28 @@ describe('SettingsPanel', () => {
     await vi.waitFor(() => expect(screen.queryByTestId('strategy-suggested')).toBeNull());
   });
 
+  it('chooses another model to write the summaries, and back to the own model', async () => {
+    const { api } = mockApi();
+    render(SettingsPanel, { api });
+    const by = (await screen.findByLabelText(/Summaries by/)) as HTMLSelectElement;
+    expect(by.value).toBe('own');
+    expect(screen.queryByLabelText(/Summariser model/)).toBeNull();
+    await fireEvent.change(by, { target: { value: 'openai' } });
+    await fireEvent.input(screen.getByLabelText(/Summariser model/), { target: { value: 'qwen3-8b' } });
+    await fireEvent.input(screen.getByLabelText(/Summariser server URL/), { target: { value: 'http://127.0.0.1:8080/v1' } });
+    await fireEvent.click(save());
+    await vi.waitFor(() =>
+      expect(api.saveSettings).toHaveBeenCalledWith(expect.objectContaining({ summariser: 'openai', summariser_model: 'qwen3-8b', summariser_url: 'http://127.0.0.1:8080/v1' })),
+    );
+    // A file needs no URL.
+    await fireEvent.change(by, { target: { value: 'embedded' } });
+    expect(screen.queryByLabelText(/Summariser server URL/)).toBeNull();
+    await fireEvent.change(by, { target: { value: 'own' } });
+    expect(screen.queryByLabelText(/Summariser model/)).toBeNull();
+    await fireEvent.click(save());
+    await vi.waitFor(() => expect(vi.mocked(api.saveSettings).mock.calls.at(-1)?.[0].summariser).toBeUndefined());
+  });
+
   it('calibrates the model with progress, then shows the new recommendation', async () => {
     const { api, sinks } = mockApi();
     render(SettingsPanel, { api });
