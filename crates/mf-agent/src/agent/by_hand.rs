@@ -106,6 +106,12 @@ impl Agent {
                 mf_forgetting::zones::recent_after(history, &MessageId(message.clone())).map_err(|e| AgentError::InvalidSetting(e.to_string()))?
             }
         };
+        // A run stopped by the user leaves its token cancelled: this
+        // compaction is a new request, whose summary pass must not stop at
+        // its first token.
+        if self.cancel.is_cancelled() {
+            self.cancel = mf_inference::CancelToken::new();
+        }
         let g = self.gauge(history).await?;
         let ask = Ask { strategy: strategy.unwrap_or(self.settings.strategy), recent, by_hand: Some(by) };
         let unchanged =

@@ -160,7 +160,9 @@ async fn compactions_by_hand_keep_the_pins_are_undone_and_resumed_from() {
     assert!(matches!(sessions.pin(id, "m99", true, &mut sink), Err(mf_agent::AgentError::NoSuchMessage(m)) if m == "m99"));
 
     // Summarise up to m6, a call: its result m7 goes with it, as do m4 and
-    // m5; the pins stay, everything after m7 stays.
+    // m5; the pins stay, everything after m7 stays. The agent comes from a
+    // run the user stopped: its summary pass is not cancelled for that.
+    agent.cancel_token().cancel();
     let before = store.history(id).unwrap();
     let mut sink = VecSink::default();
     let (agent, done) = sessions.compact(id, Some(agent), ByHand::UpTo { message: "m6".into() }, None, None, &mut sink).await.unwrap();
@@ -179,6 +181,7 @@ async fn compactions_by_hand_keep_the_pins_are_undone_and_resumed_from() {
     });
     assert_eq!(started, Some((Some(ByHand::UpTo { message: "m6".into() }), 7, "v1".into())));
     assert!(sink.events.iter().any(|e| matches!(e, AgentEvent::KvSnapshot { reason, .. } if reason == "before_compaction")), "an undo point with the cache");
+    assert!(sink.events.iter().any(|e| matches!(e, AgentEvent::CompactionFinished { summary_by: SummaryBy::Model, .. })), "{:?}", sink.events);
 
     // Compact now, with another strategy: the summary and m8–m11 go (m12–m14 are recent).
     let mut sink = VecSink::default();
