@@ -108,6 +108,8 @@ pub struct Model {
     /// v2.1's withholding trials in one branched call (set from the run's
     /// [`crate::RunConfig::branched`]).
     branched: std::cell::Cell<bool>,
+    /// Another model that writes the compaction summaries ([`Model::with_summariser`]).
+    summariser: Option<Box<Model>>,
 }
 
 impl std::fmt::Debug for Model {
@@ -160,7 +162,22 @@ impl Model {
             cancel: CancelToken::new(),
             reports_kv,
             branched: std::cell::Cell::new(false),
+            summariser: None,
         })
+    }
+
+    /// Has `summariser` write every compaction summary (on its own runtime;
+    /// its calls are counted as this model's summary calls and stop with
+    /// this model's cancel token), as the app's summariser setting does.
+    #[must_use]
+    pub fn with_summariser(mut self, summariser: Model) -> Self {
+        self.summariser = Some(Box::new(summariser));
+        self
+    }
+
+    /// The name of the model that writes the summaries, when it is not this one.
+    pub fn summariser_name(&self) -> Option<&str> {
+        self.summariser.as_deref().map(|s| s.info.name.as_str())
     }
 
     /// What the backend says of its model.
@@ -310,7 +327,8 @@ impl Model {
         };
         let calls =
             ModelCalls { handle: self.rt.handle(), backend: self.backend.as_ref(), cancel: &self.cancel, on_call: &on_call, branched: self.branched.get() };
-        let run = mf_agent::model::compact(calls, None, &self.counter, history, spec, &mut |_| {});
+        let summariser = self.summariser.as_deref().map(|s| ModelCalls { handle: s.rt.handle(), backend: s.backend.as_ref(), ..calls });
+        let run = mf_agent::model::compact(calls, summariser, &self.counter, history, spec, &mut |_| {});
         if self.is_cancelled() {
             return Err(BenchError::Cancelled);
         }

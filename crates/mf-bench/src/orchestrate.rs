@@ -152,6 +152,8 @@ pub struct BenchJob {
     n_ctx: u32,
     workers: usize,
     judge: Option<mf_agent::EngineChoice>,
+    /// Another model that writes every compaction summary (none: the model under test).
+    summariser: Option<mf_agent::EngineChoice>,
 }
 
 impl BenchJob {
@@ -186,7 +188,16 @@ impl BenchJob {
         cfg.budget.validate()?;
         cfg.plan.validate()?;
         let judge = judge.filter(|_| cfg.scorers.judge);
-        Ok(BenchJob { models, scenarios, cfg, n_ctx, workers, judge })
+        Ok(BenchJob { models, scenarios, cfg, n_ctx, workers, judge, summariser: None })
+    }
+
+    /// Has `summariser` (loaded once per worker) write every compaction
+    /// summary instead of the model under test, so a run can compare "own
+    /// model" with "a stronger summariser"; the results name it.
+    #[must_use]
+    pub fn with_summariser(mut self, summariser: Option<mf_agent::EngineChoice>) -> Self {
+        self.summariser = summariser;
+        self
     }
 
     /// Checks `request` (the app's panel) and loads its scenarios.
@@ -254,7 +265,10 @@ impl BenchJob {
             if run.cancel.is_cancelled() {
                 return Err(BenchError::Cancelled);
             }
-            let model = Model::load(choice, self.n_ctx)?.with_cancel(run.cancel.clone());
+            let mut model = Model::load(choice, self.n_ctx)?.with_cancel(run.cancel.clone());
+            if let Some(s) = &self.summariser {
+                model = model.with_summariser(Model::load(s, self.n_ctx)?);
+            }
             let judge = match &self.judge {
                 Some(j) => Some(Model::load(j, self.n_ctx)?.with_cancel(run.cancel.clone())),
                 None => None,

@@ -311,6 +311,7 @@ fn assemble(
             withholding_budget: cfg.plan.withholding_budget,
             branched: Some(cfg.branched),
             delta: Some(cfg.delta.as_str().to_owned()),
+            summariser: model.summariser_name().map(str::to_owned),
             scenarios_dir: cfg.scenarios_dir.clone(),
             scenarios: scenarios.iter().map(|s| s.scenario.id.clone()).collect(),
         },

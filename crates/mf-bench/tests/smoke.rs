@@ -255,3 +255,33 @@ fn v21_delta_by_likelihood_smollm2() {
     assert!(ev.completion_tokens <= 24, "only the full-context recap is generated: {ev:?}");
     assert!(ev.calls as usize > cp.evaluator_calls, "each trial's scoring is reported as a call: {ev:?}");
 }
+
+/// `bench-forgetting --summariser`: the summaries of a run come from another
+/// model (Gemma 3 for SmolLM2 here), and the results name it.
+#[test]
+fn a_run_whose_summaries_come_from_another_model() {
+    let (model, summariser) = (root().join("models/SmolLM2-135M-Instruct.Q4_1.gguf"), root().join("models/gemma-3-270m-q4_k_m.gguf"));
+    for p in [&model, &summariser] {
+        assert!(p.exists() || std::env::var("MF_REQUIRE_MODELS").as_deref() != Ok("1"), "{} is missing and MF_REQUIRE_MODELS=1", p.display());
+        if !p.exists() {
+            eprintln!("skipped: {} is missing (run `make models`)", p.display());
+            return;
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_bench-forgetting"))
+        .current_dir(root())
+        .args(["--model", model.to_str().unwrap(), "--summariser", summariser.to_str().unwrap()])
+        .args(["--filter", "lookup-short", "--conditions", "baseline,v1", "--scorers", "likelihood", "--threads", "1", "--summary-tokens", "48"])
+        .args(["--n-ctx", "4096", "--out", out.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    schema::validate_results(&doc).unwrap();
+    assert_eq!(doc[0]["model"], "SmolLM2-135M-Instruct.Q4_1");
+    assert_eq!(doc[0]["settings"]["summariser"], "gemma-3-270m-q4_k_m", "{}", doc[0]["settings"]);
+    let summaries = doc[0]["speed"]["calls"]["summary"]["calls"].as_u64().unwrap_or(0);
+    assert!(summaries >= 1, "v1 asked the summariser: {}", doc[0]["speed"]);
+}

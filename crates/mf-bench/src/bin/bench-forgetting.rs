@@ -180,6 +180,18 @@ struct RunArgs {
     /// The judge runs on this Ollama server (e.g. http://127.0.0.1:11434).
     #[arg(long, requires = "judge_model")]
     judge_ollama: Option<String>,
+    /// Have this model write every compaction summary instead of the model
+    /// under test (a GGUF file, or a model name on the server of
+    /// --summariser-openai / --summariser-ollama): "own model" against "a
+    /// stronger summariser". The results name it.
+    #[arg(long)]
+    summariser: Option<String>,
+    /// The summariser runs on this OpenAI-compatible server (key from OPENAI_API_KEY).
+    #[arg(long, requires = "summariser", conflicts_with = "summariser_ollama")]
+    summariser_openai: Option<String>,
+    /// The summariser runs on this Ollama server.
+    #[arg(long, requires = "summariser")]
+    summariser_ollama: Option<String>,
     /// Scenario directory.
     #[arg(long, default_value = "scenarios/compaction")]
     scenarios: PathBuf,
@@ -520,7 +532,15 @@ fn bench(a: RunArgs) -> Result<()> {
         ),
         None => None,
     };
-    let job = BenchJob::new(models, scenarios, cfg, a.n_ctx, n_workers, judge)?;
+    let summariser = match &a.summariser {
+        Some(m) => Some(
+            ModelEntry { model: m.clone(), ollama: a.summariser_ollama.clone(), openai: a.summariser_openai.clone() }
+                .choice(Some(per_worker))
+                .context("the summariser")?,
+        ),
+        None => None,
+    };
+    let job = BenchJob::new(models, scenarios, cfg, a.n_ctx, n_workers, judge)?.with_summariser(summariser);
     // The bar counts work (steps weighted by their scenario's size), so its
     // ETA does not lurch between a long scenario's steps and a short one's.
     let bar = indicatif::ProgressBar::new(0);

@@ -351,6 +351,11 @@ pub struct Settings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(optional = nullable))]
     pub delta: Option<String>,
+    /// The model that wrote the compaction summaries when it was not the
+    /// model under test (`bench-forgetting --summariser`); absent: its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional = nullable))]
+    pub summariser: Option<String>,
     /// Scenario directory.
     pub scenarios_dir: String,
     /// Scenarios run.

@@ -82,6 +82,7 @@ fn result(scenario: &str, rows: Vec<ScoreRow>) -> ModelResult {
             withholding_budget: 0,
             branched: None,
             delta: None,
+            summariser: None,
             scenarios_dir: "d".into(),
             scenarios: vec![scenario.into()],
         },

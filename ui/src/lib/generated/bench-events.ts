@@ -574,6 +574,11 @@ branched?: boolean | null,
  */
 delta?: string | null, 
 /**
+ * The model that wrote the compaction summaries when it was not the
+ * model under test (`bench-forgetting --summariser`); absent: its own.
+ */
+summariser?: string | null, 
+/**
  * Scenario directory.
  */
 scenarios_dir: string, 
