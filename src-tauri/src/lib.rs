@@ -20,6 +20,7 @@ pub mod demo;
 pub mod engine;
 pub mod error;
 pub mod investigation;
+pub mod mcp;
 pub mod models;
 pub mod replay;
 pub mod settings;
@@ -278,6 +279,7 @@ app_commands![
     calibration::calibrate_model,
     replay::replay_investigation,
     replay::export_investigation,
+    mcp::test_mcp_servers,
 ];
 
 /// The app over any runtime (tests use `tauri::test::mock_builder()`).
@@ -843,6 +845,7 @@ mod typescript {
             crate::replay::ReplayEvent::decl(&cfg),
             crate::replay::ProbeText::decl(&cfg),
             crate::replay::ScenarioExport::decl(&cfg),
+            crate::mcp::McpTestRow::decl(&cfg),
             crate::investigation::MessageCard::decl(&cfg),
             crate::investigation::HandResult::decl(&cfg),
         ] {

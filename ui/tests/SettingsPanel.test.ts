@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { fireEvent, render, screen } from '@testing-library/svelte';
+import { fireEvent, render, screen, within } from '@testing-library/svelte';
 import { flushSync } from 'svelte';
 import SettingsPanel from '../src/lib/components/SettingsPanel.svelte';
 import { ApiError, type Settings } from '../src/lib/api';
@@ -55,6 +55,28 @@ describe('SettingsPanel', () => {
     expect(screen.queryByLabelText(/Summariser model/)).toBeNull();
     await fireEvent.click(save());
     await vi.waitFor(() => expect(vi.mocked(api.saveSettings).mock.calls.at(-1)?.[0].summariser).toBeUndefined());
+  });
+
+  it("tests the MCP servers as written (not saved): each one's tools, or why it failed", async () => {
+    const { api } = mockApi();
+    render(SettingsPanel, { api });
+    const box = (await screen.findByLabelText(/MCP servers/)) as HTMLTextAreaElement;
+    const test = screen.getByRole('button', { name: 'Test' }) as HTMLButtonElement;
+    expect(test.disabled).toBe(true);
+    const json = '{"mcpServers": {"everything": {"command": "mcp-server-everything", "args": ["stdio"]}, "broken": {"command": "/nonexistent/mcp-server"}}}';
+    await fireEvent.input(box, { target: { value: json } });
+    expect(test.disabled).toBe(false);
+    await fireEvent.click(test);
+    expect(api.testMcpServers).toHaveBeenCalledWith(expect.objectContaining({ mcp_servers: JSON.parse(json) }));
+    const rows = within(await screen.findByTestId('mcp-test')).getAllByRole('listitem');
+    expect(rows[0]!.textContent).toContain('everything: 2 tools — running (process 4242)');
+    expect(rows[0]!.textContent).toContain('everything__echo, everything__get-sum');
+    expect(rows[1]!.classList.contains('failed')).toBe(true);
+    expect(rows[1]!.textContent).toContain('broken: failed — cannot start /nonexistent/mcp-server');
+    expect(api.saveSettings).not.toHaveBeenCalled();
+    // JSON that does not parse cannot be tested.
+    await fireEvent.input(box, { target: { value: '{"mcpServers": ' } });
+    expect(test.disabled).toBe(true);
   });
 
   it('calibrates the model with progress, then shows the new recommendation', async () => {

@@ -144,6 +144,7 @@ describe('tauriApi', () => {
       tauriApi.calibrateModel(noop),
       tauriApi.replayInvestigation(1, ['v1'], noop),
       tauriApi.exportInvestigation(1, []),
+      tauriApi.testMcpServers(s),
     ]);
     expect([...seen].sort()).toEqual([...COMMANDS].sort());
     expect(new Set(COMMANDS).size).toBe(COMMANDS.length);

@@ -197,6 +197,10 @@ export function mockApi(over: Partial<Api> = {}) {
     replayInvestigation: vi.fn(async (_id: number, _s: string[], on: (e: ReplayEvent) => void) => {
       sinks.replay = on;
     }),
+    testMcpServers: vi.fn(async () => [
+      { name: 'everything', ok: true, message: 'running (process 4242)', tools: ['everything__echo', 'everything__get-sum'] },
+      { name: 'broken', ok: false, message: 'cannot start /nonexistent/mcp-server: No such file or directory', tools: [] },
+    ]),
     exportInvestigation: vi.fn(async (id: number, probes: ProbeText[]) => ({
       path: `/data/exports/scenarios/investigation-${id}.json`,
       messages: 8,

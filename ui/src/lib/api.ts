@@ -29,12 +29,13 @@ export type {
   HandResult,
   MessageCard,
   ModelInfo,
+  McpTestRow,
   ProbeText,
   ReplayEvent,
   RunCode,
   ScenarioExport,
 } from './generated/app';
-import type { AppInfo, BenchOptions, CalibrationEvent, DemoWorld, DownloadEvent, HandResult, MessageCard, ModelInfo, ProbeText, ReplayEvent, ScenarioExport } from './generated/app';
+import type { AppInfo, BenchOptions, CalibrationEvent, DemoWorld, DownloadEvent, HandResult, MessageCard, McpTestRow, ModelInfo, ProbeText, ReplayEvent, ScenarioExport } from './generated/app';
 
 /** An error thrown by every `Api` method when a command fails. */
 export class ApiError extends Error {
@@ -184,6 +185,8 @@ export interface Api {
   replayInvestigation(id: number, strategies: string[], onEvent: (e: ReplayEvent) => void): Promise<void>;
   /** Writes the investigation as a scenario of the benchmark suite (into the exports folder); the user's probes first. */
   exportInvestigation(id: number, probes: ProbeText[]): Promise<ScenarioExport>;
+  /** Starts the MCP servers of these (unsaved) settings and lists their tools. */
+  testMcpServers(settings: Settings): Promise<McpTestRow[]>;
 }
 
 async function call<T>(cmd: string, args?: Record<string, unknown>): Promise<T> {
@@ -248,6 +251,7 @@ export const tauriApi: Api = {
   calibrateModel: (onEvent) => call('calibrate_model', { onEvent: channel(onEvent) }),
   replayInvestigation: (id, strategies, onEvent) => call('replay_investigation', { id, strategies, onEvent: channel(onEvent) }),
   exportInvestigation: (id, probes) => call('export_investigation', { id, probes }),
+  testMcpServers: (settings) => call('test_mcp_servers', { settings }),
 };
 
 /**

@@ -202,6 +202,24 @@ probes: number,
  */
 notes: Array<string>, };
 
+export type McpTestRow = { 
+/**
+ * The server's name in the configuration.
+ */
+name: string, 
+/**
+ * Whether it started and listed its tools.
+ */
+ok: boolean, 
+/**
+ * What happened, for the user (why it failed, or that it is disabled).
+ */
+message: string, 
+/**
+ * The tools it offers, as the model sees their names.
+ */
+tools: Array<string>, };
+
 export type MessageCard = { 
 /**
  * The message's id (`m4`, `summary-m2`).
