@@ -8,6 +8,10 @@
 //      serves on 127.0.0.1:18931 (the world and prompts of
 //      crates/mf-agent/tests/real.rs); the gauge moves, a compaction appears
 //      in the timeline, its ledger opens;
+//      on the stopped run a tool result is kept verbatim (pinned), the history
+//      is summarised up to its last message and compacted now: both are in
+//      the timeline as asked for by hand, the ledger says why the pinned
+//      message stayed, and its card is unchanged after both;
 //   2. history lists the run, and Resume continues it (a new model call), then Stop;
 //      Compare strategies replays it under v1 and shows R in a table and a chart;
 //   3. benchmark: one short scenario, two conditions, keyword scorer, from the
@@ -267,6 +271,86 @@ try {
     await (await b.$('button=Restored')).waitForExist({ timeout: 60000 });
     check(true, 'undo of the compaction was accepted by the shell');
   }
+
+  // ---------------------------------------------------------- compaction by hand
+  // The run is stopped (its compaction undone): its stored history shows as
+  // message cards. Keep the first tool result verbatim, summarise up to the
+  // last message, compact now; the timeline holds both compactions as asked
+  // for by hand, the ledger says why the pinned message stayed, and its card
+  // is there unchanged after both. The resume below continues from them.
+  console.log(`compaction by hand (${secs()} s)`);
+  const cards = async () => b.$$('[data-testid="message-card"]');
+  // In the middle of the page, where no sticky header covers it.
+  const press = async (el) => {
+    await el.scrollIntoView({ block: 'center' });
+    await el.click();
+  };
+  await b.waitUntil(async () => (await cards()).length >= 4, { timeout: 20000, interval: 300 });
+  const cardInfo = async (c) => ({ id: await c.getAttribute('data-id'), text: await (await c.$('.text')).getText(), kind: await (await c.$('.kind')).getText() });
+  let pinned = null;
+  for (const c of await cards()) {
+    const info = await cardInfo(c);
+    if (info.kind === 'tool-result' && (await (await c.$('[data-testid="pin"]')).isExisting())) {
+      pinned = info;
+      await press(await c.$('[data-testid="pin"]'));
+      break;
+    }
+  }
+  check(pinned !== null, `a tool result was pinned (${pinned?.id})`);
+  const cardOf = async (id) => b.$(`[data-testid="message-card"][data-id="${id}"]`);
+  const pinnedStill = async () => {
+    const c = await cardOf(pinned?.id);
+    if (!(await c.isExisting())) return false;
+    return (await (await c.$('[data-testid="pinned-badge"]')).isExisting()) && (await (await c.$('.text')).getText()) === pinned.text;
+  };
+  if (pinned) await b.waitUntil(pinnedStill, { timeout: 10000, interval: 200 });
+  check(await pinnedStill(), 'the card says the message is kept verbatim');
+  check((await b.$$('[data-testid="pin-entry"]')).length >= 1, 'the pin is an entry of the ledger timeline');
+  await (await cardOf(pinned?.id)).scrollIntoView();
+  await shot('12-pinned');
+  // Summarise up to the last message: everything after the question is
+  // compacted for this once, the recent zone included, but the pinned chain.
+  let upTo = null;
+  for (const c of await cards()) {
+    if (await (await c.$('[data-testid="summarise-up-to"]')).isExisting()) upTo = await cardInfo(c);
+  }
+  const byHandBefore = (await b.$$('[data-testid="by-hand"]')).length;
+  const note = async () => text('[data-testid="hand-note"]');
+  if (upTo) {
+    await press(await (await cardOf(upTo.id)).$('[data-testid="summarise-up-to"]'));
+    await b.waitUntil(async () => (await note()) !== '' || (await b.$('.error[role="alert"]').isExisting()), { timeout: 300000, interval: 500 });
+  }
+  check(upTo !== null, `a message to summarise up to (${upTo?.id})`);
+  console.log(`  summarise up to ${upTo?.id}: ${await note()} ${await text('.error[role="alert"]')}`);
+  check((await b.$$('[data-testid="by-hand"]')).length === byHandBefore + 1 && (await text('[data-testid="by-hand"]')).includes('summarise up to'), 'the timeline holds the compaction asked for by hand');
+  check(await pinnedStill(), `the pinned message ${pinned?.id} survived "Summarise up to here"`);
+  // Compact now.
+  await press(await b.$('[data-testid="compact-now"]'));
+  await b.waitUntil(async () => (await b.$$('[data-testid="by-hand"]')).length === byHandBefore + 2 || (await b.$('.error[role="alert"]').isExisting()), { timeout: 300000, interval: 500 });
+  console.log(`  compact now: ${await note()} ${await text('.error[role="alert"]')}`);
+  const byHand = await b.$$('[data-testid="by-hand"]');
+  check(byHand.length === byHandBefore + 2 && (await byHand[byHand.length - 1].getText()).includes('compact now'), '"Compact now" is in the timeline too');
+  check(await pinnedStill(), `the pinned message ${pinned?.id} survived "Compact now"`);
+  // The ledger of the compaction up to a message: the pinned message's row says why it stayed.
+  const entries = await b.$$('[data-testid="compaction"]');
+  let ledgerReason = '';
+  for (const e of entries) {
+    if ((await e.getText()).includes('summarise up to')) {
+      await press(await e.$('button'));
+      await (await b.$('[data-testid="ledger-by-hand"]')).waitForExist({ timeout: 10000 });
+      for (const r of await b.$$('[data-testid="ledger-row"]')) {
+        const cells = await r.$$('td');
+        if ((await cells[0].getText()) === pinned?.id) ledgerReason = `${await cells[2].getText()} · ${await (await r.$('.why')).getText()}`;
+      }
+      break;
+    }
+  }
+  check(ledgerReason.startsWith('pinned · pinned by the user'), `the ledger puts ${pinned?.id} in the pinned zone, and says why: ${ledgerReason}`);
+  await (await b.$('[aria-label="Compaction ledger"]')).scrollIntoView({ block: 'start' });
+  await b.pause(300);
+  await shot('13-ledger-by-hand');
+  await (await cardOf(pinned?.id)).scrollIntoView();
+  await shot('14-pinned-after-compactions');
 
   // ---------------------------------------------------------- history
   console.log('history');
