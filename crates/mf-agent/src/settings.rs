@@ -384,8 +384,7 @@ fn resolve_engine(s: &RunSettings, e: &mut SettingErrors) -> EngineChoice {
         };
     }
     let url = s.server_url.trim();
-    let rest = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://"));
-    if rest.is_none_or(|r| r.is_empty() || r.contains(char::is_whitespace)) {
+    if !is_server_url(url) {
         e.add("server_url", "The server URL must start with http:// or https://.");
     }
     let model = s.server_model.trim();
@@ -399,6 +398,12 @@ fn resolve_engine(s: &RunSettings, e: &mut SettingErrors) -> EngineChoice {
             EngineChoice::OpenAi { url, model, tools_in_text: s.server_tools_in_text, key: KeySource::from_env_name(&s.api_key_env) }
         }
     }
+}
+
+/// Whether `url` can name a server: `http://` or `https://`, then a host, no whitespace.
+fn is_server_url(url: &str) -> bool {
+    let rest = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://"));
+    rest.is_some_and(|r| !r.is_empty() && !r.contains(char::is_whitespace))
 }
 
 /// The summariser the settings choose, if any (on the engine's threads and GPU setting).
@@ -416,7 +421,7 @@ fn resolve_summariser(s: &RunSettings, e: &mut SettingErrors) -> Option<EngineCh
         return Some(EngineChoice::Embedded { model: PathBuf::from(model), threads, gpu: s.gpu, tool_grammar: false });
     }
     let url = s.summariser_url.as_deref().unwrap_or_default().trim().to_owned();
-    if !(url.starts_with("http://") || url.starts_with("https://")) || url.contains(char::is_whitespace) {
+    if !is_server_url(&url) {
         e.add("summariser_url", "The summariser's server URL must start with http:// or https://.");
     }
     Some(match kind {
@@ -602,6 +607,16 @@ mod tests {
             (RunSettings { summariser: Some(EngineKind::Ollama), summariser_url: Some("http://h:1".into()), ..base.clone() }, "summariser_model"),
             (
                 RunSettings { summariser: Some(EngineKind::Ollama), summariser_model: Some("m".into()), summariser_url: Some("h:1".into()), ..base.clone() },
+                "summariser_url",
+            ),
+            // A scheme with no host is no server either (the model's URL is held to the same rule).
+            (
+                RunSettings {
+                    summariser: Some(EngineKind::Openai),
+                    summariser_model: Some("m".into()),
+                    summariser_url: Some("http://".into()),
+                    ..base.clone()
+                },
                 "summariser_url",
             ),
         ];
