@@ -372,7 +372,7 @@ class Checker:
 # refuses too; warnings are the design rules of a long world (12+ calls), made
 # errors by --strict.
 
-WORLD_KEYS = {"id", "title", "system", "question", "route", "endpoints", "probes"}
+WORLD_KEYS = {"id", "title", "system", "question", "plain_question", "route", "endpoints", "probes"}
 WORLD_REQUIRED = {"id", "title", "question", "endpoints", "probes"}
 ENDPOINT_KEYS = {"path", "status", "body"}
 WPROBE_KEYS = {"id", "fact", "source", "required", "partial", "wrong", "wrong_answers", "reference", "kind"}
@@ -408,6 +408,12 @@ class WorldChecker(Checker):
         for k in ("title", "question"):
             if k in doc and (not isinstance(doc[k], str) or not doc[k].strip()):
                 self.err(k, "must be a non-empty string")
+        if "plain_question" in doc:
+            plain = doc["plain_question"]
+            if not isinstance(plain, str) or not plain.strip():
+                self.err("plain_question", "must be a non-empty string (leave it out instead)")
+            elif "{base}" in plain:
+                self.err("plain_question", "names {base}: a person's question does not carry the server's address")
         question = doc.get("question") if isinstance(doc.get("question"), str) else ""
         if question and "{base}" not in question:
             self.err("question", "does not name the world's base URL ({base})")

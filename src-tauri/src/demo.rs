@@ -23,8 +23,14 @@ pub struct DemoWorld {
     pub id: String,
     /// One line for people.
     pub title: String,
-    /// The question it asks.
+    /// The question it asks, as a person would (the world's `plain_question`
+    /// when it has one; else its whole question).
     pub question: String,
+    /// What the model is told besides (the step-by-step route a small model
+    /// needs), when the world separates it: shown folded.
+    #[cfg_attr(test, ts(optional))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
     /// Endpoints the world serves (what the model can call).
     pub tools: usize,
 }
@@ -41,7 +47,8 @@ pub fn list_demo_worlds(state: State<'_, AppState>) -> CmdResult<Vec<DemoWorld>>
         .map(|w| DemoWorld {
             id: w.world.id.clone(),
             title: w.world.title.clone(),
-            question: w.world.question.replace(BASE, DEMO_API),
+            question: w.world.plain_question.clone().unwrap_or_else(|| w.world.question.replace(BASE, DEMO_API)),
+            instructions: w.world.plain_question.is_some().then(|| w.world.question.replace(BASE, DEMO_API)),
             tools: w.world.endpoints.len(),
         })
         .collect())
@@ -81,5 +88,6 @@ pub async fn start_demo(state: State<'_, AppState>, world: String, on_event: Cha
             }
         })
     };
-    launch(&state, Start::Fresh { spec: Box::new(spec), question, tools: None }, on_event, on_end).await
+    let title = w.plain_question.clone();
+    launch(&state, Start::Fresh { spec: Box::new(spec), question, title, tools: None }, on_event, on_end).await
 }

@@ -47,8 +47,9 @@ impl EventSink for ChannelSink {
 
 /// What a launch does.
 pub(crate) enum Start {
-    /// A new session of `question` run as `spec`, with the spec's tools or these.
-    Fresh { spec: Box<RunSpec>, question: String, tools: Option<Arc<dyn ToolRunner>> },
+    /// A new session of `question` run as `spec`, with the spec's tools or
+    /// these, shown to people as `title` when there is one.
+    Fresh { spec: Box<RunSpec>, question: String, title: Option<String>, tools: Option<Arc<dyn ToolRunner>> },
     /// Stored session `id`, with its own spec.
     Resume(i64),
 }
@@ -84,7 +85,9 @@ pub(crate) async fn launch(state: &AppState, start: Start, channel: Channel<Agen
             };
             rt.block_on(async move {
                 let ready = match start {
-                    Start::Fresh { spec, question, tools } => sessions.start_with_tools(*spec, &question, approver2.clone(), api_key, tools).await,
+                    Start::Fresh { spec, question, title, tools } => {
+                        sessions.start_with_tools(*spec, &question, approver2.clone(), api_key, tools).await.map(|l| l.with_title(title))
+                    }
                     Start::Resume(id) => sessions.resume(id, Resume::default(), approver2.clone(), api_key).await,
                 };
                 let launch = match ready {
@@ -129,7 +132,7 @@ pub async fn start_investigation(state: State<'_, AppState>, question: String, o
     // run_code is offered when its helper sits beside the app (and its approval is not deny).
     settings.code = mf_tools::code::CodeConfig::beside_exe().is_ok();
     let spec = Box::new(crate::settings::resolve(&settings)?);
-    launch(&state, Start::Fresh { spec, question, tools: None }, on_event, Box::new(|| {})).await
+    launch(&state, Start::Fresh { spec, question, title: None, tools: None }, on_event, Box::new(|| {})).await
 }
 
 /// Stops investigation `id`: the current generation ends at its next token,

@@ -632,8 +632,13 @@ try {
   check(demoCard !== null, 'the empty state offers the runbook demo world');
   demoCard ??= await demo.$('[data-testid="demo-world"]');
   const demoTitle = (await demoCard.getText()).split('\n')[0];
+  const demoQuestion = (await (await demoCard.$('.question')).getText()).replace(/^“|”$/g, '');
   await (await demoCard.$('button=Run this demo')).click();
   await (await demo.$('[data-testid="started"]')).waitForExist({ timeout: 60000 });
+  const demoHeading = await (await demo.$('h2.question')).getText();
+  check(demoHeading === demoQuestion, `the demo's heading is its plain question ("${demoHeading}")`);
+  const folded = await demo.$('[data-testid="instructions"]');
+  check((await folded.isExisting()) && (await folded.getAttribute('open')) === null, 'the route the model is told is folded under "instructions"');
   const demoStop = await demo.$('button=Stop');
   const columns = async () => (await demo.$$('[data-testid="chart-column"]')).length;
   const finished = async () => (await demo.$$('[data-testid="tool-card"] [data-testid="tool-result"]')).length;

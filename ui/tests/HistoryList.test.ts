@@ -5,7 +5,7 @@ import { ApiError, type InvestigationRow } from '../src/lib/api';
 import { mockApi, replayResult } from './fixtures';
 
 const rows: InvestigationRow[] = [
-  { id: 2, question: 'Who owns disk sdb?', status: 'interrupted', exit_reason: null, exit_kind: null, resumable: true, created: 1_764_750_000, events: 31 },
+  { id: 2, question: 'First call the http tool with url http://127.0.0.1:4100/disks.json, then say who owns disk sdb.', title: 'Who owns disk sdb?', status: 'interrupted', exit_reason: null, exit_kind: null, resumable: true, created: 1_764_750_000, events: 31 },
   { id: 1, question: 'Row count?', status: 'finished', exit_reason: 'final answer', exit_kind: 'final_answer', resumable: false, created: 1_764_740_000, events: 12 },
   { id: 3, question: 'Stopped one', status: 'finished', exit_reason: 'cancelled', exit_kind: 'cancelled', resumable: true, created: 1_764_730_000, events: 9 },
   { id: 4, question: 'Capped one', status: 'finished', exit_reason: 'safety cap of 5 rounds', exit_kind: 'safety_cap', resumable: true, created: 1_764_720_000, events: 40 },
@@ -19,6 +19,11 @@ describe('HistoryList', () => {
     render(HistoryList, { api: m.api, onreopen, onresume });
     const trs = await screen.findAllByTestId('history-row');
     expect(trs[0]?.textContent).toContain('2025-12-03 08:20');
+    // A demo's row shows its plain question, the whole one on hover.
+    const q = trs[0]!.querySelector('td.q') as HTMLElement;
+    expect(q.textContent).toBe('Who owns disk sdb?');
+    expect(q.title).toContain('http://127.0.0.1:4100/disks.json');
+    expect(trs[1]!.querySelector('td.q')?.textContent).toBe('Row count?');
     expect(trs[1]?.textContent).toContain('final answer');
     await fireEvent.click(within(trs[1]!).getByRole('button', { name: 'Reopen' }));
     expect(onreopen).toHaveBeenCalledWith(1);

@@ -26,6 +26,8 @@ describe('InvestigationView', () => {
     const { api, send } = await startWith(investigationEvents());
     expect(api.startInvestigation).toHaveBeenCalledWith('Which region has the most 5xx errors?', expect.any(Function));
     expect(screen.getByTestId('started').textContent).toContain('strategy v2');
+    // A question typed by the user is its own heading, with nothing folded beside it.
+    expect(screen.queryByTestId('instructions')).toBeNull();
     const thinking = screen.getByTestId('thinking');
     expect(thinking.textContent).toBe('I should fetch the stats.');
     expect(thinking.closest('details')?.open).toBe(false);
@@ -186,10 +188,15 @@ describe('the empty state', () => {
     expect(m.api.startDemo).toHaveBeenCalledWith('error-spike', expect.any(Function));
     expect(m.api.startInvestigation).not.toHaveBeenCalled();
     // The demo streams like any investigation, and the offer gives way to it.
-    m.sinks.agent?.({ ...started, question: 'Which region has the most 5xx errors, and why?' } as AgentEvent);
+    // Its heading is the plain question; the route the model is told goes folded beside it.
+    const route = 'Call the http tool on http://127.0.0.1:4100/errors.json, then answer: which region has the most 5xx errors, and why?';
+    m.sinks.agent?.({ ...started, question: route, title: 'Which region has the most 5xx errors, and why?' } as AgentEvent);
     flushSync();
     expect(screen.queryAllByTestId('demo-world')).toHaveLength(0);
     expect(screen.getByRole('heading', { name: 'Which region has the most 5xx errors, and why?' })).toBeTruthy();
+    const instructions = screen.getByTestId('instructions') as HTMLDetailsElement;
+    expect(instructions.open).toBe(false);
+    expect(instructions.textContent).toContain(route);
     expect(session.id).toBe(8);
   });
 

@@ -39,8 +39,13 @@ pub use sink::{EventSink, VecSink};
 pub enum AgentEvent {
     /// The investigation began (or resumed).
     Started {
-        /// The question.
+        /// The question, as the model is asked it.
         question: String,
+        /// The question as shown to people, when it differs (a demo world's
+        /// plain question; `question` adds the route only a small model needs).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(optional))]
+        title: Option<String>,
         /// The compaction strategy.
         strategy: String,
         /// The model's name.

@@ -60,8 +60,13 @@ impl std::fmt::Display for SessionStatus {
 pub struct InvestigationRow {
     /// Its id.
     pub id: i64,
-    /// The question.
+    /// The question, as the model was asked it.
     pub question: String,
+    /// The question as shown to people, when it differs (its first
+    /// [`AgentEvent::Started`]'s `title`: a demo world's plain question).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub title: Option<String>,
     /// Where it stands.
     pub status: SessionStatus,
     /// The exit reason for people (or why it failed).
@@ -423,7 +428,9 @@ impl Db {
     fn list(&self) -> Result<Vec<InvestigationRow>, AgentError> {
         let mut st = self.conn.prepare(
             "SELECT i.id, i.question, i.status, i.exit_reason, i.created,
-                    (SELECT COUNT(*) FROM events e WHERE e.investigation = i.id), i.exit_kind
+                    (SELECT COUNT(*) FROM events e WHERE e.investigation = i.id), i.exit_kind,
+                    (SELECT json_extract(e.json, '$.title') FROM events e
+                     WHERE e.investigation = i.id AND json_extract(e.json, '$.type') = 'started' ORDER BY e.seq LIMIT 1)
              FROM investigations i ORDER BY i.id DESC",
         )?;
         let rows = st.query_map([], |r| {
@@ -437,6 +444,7 @@ impl Db {
             Ok(InvestigationRow {
                 id: r.get(0)?,
                 question: r.get(1)?,
+                title: r.get(7)?,
                 status,
                 exit_reason: r.get(3)?,
                 exit_kind,

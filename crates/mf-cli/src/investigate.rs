@@ -390,9 +390,11 @@ fn one_line(s: &str, n: usize) -> String {
 /// The human line of an event (`None`: not shown).
 pub fn describe(e: &AgentEvent) -> Option<String> {
     Some(match e {
-        AgentEvent::Started { question, strategy, model, context, reserve, threshold, tools, resumed } => format!(
-            "{} {question}\n  model {model} · strategy {strategy} · C {context} · G {reserve} · threshold {threshold} · tools {}",
+        AgentEvent::Started { question, title, strategy, model, context, reserve, threshold, tools, resumed } => format!(
+            "{} {}{}\n  model {model} · strategy {strategy} · C {context} · G {reserve} · threshold {threshold} · tools {}",
             if *resumed { "resumed:" } else { "investigating:" },
+            title.as_deref().unwrap_or(question),
+            title.as_ref().map(|_| format!("\n  instructions: {}", one_line(question, 240))).unwrap_or_default(),
             tools.join(", ")
         ),
         AgentEvent::Round { round } => format!("── round {round}"),

@@ -139,6 +139,8 @@ pub struct Agent {
     /// Another engine or model that writes the compaction summaries
     /// ([`Agent::with_summariser`]); none: this agent's own model.
     summariser: Option<Arc<dyn Backend>>,
+    /// The question as shown to people ([`Agent::with_title`]).
+    title: Option<String>,
 }
 
 /// What a compaction can be undone to.
@@ -213,6 +215,7 @@ impl Agent {
             kv_file: None,
             kv_load: None,
             summariser: None,
+            title: None,
         })
     }
 
@@ -223,6 +226,16 @@ impl Agent {
     #[must_use]
     pub fn with_summariser(mut self, summariser: Option<Arc<dyn Backend>>) -> Self {
         self.summariser = summariser;
+        self
+    }
+
+    /// Shows `title` to people in place of the question the model is asked
+    /// (a demo world's plain question, its step-by-step route left to the
+    /// model): carried by [`AgentEvent::Started`], so the store and every face
+    /// show it, the full question beside it.
+    #[must_use]
+    pub fn with_title(mut self, title: Option<String>) -> Self {
+        self.title = title.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
         self
     }
 

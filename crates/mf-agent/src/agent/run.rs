@@ -120,6 +120,7 @@ impl Agent {
         }
         sink.emit(&AgentEvent::Started {
             question,
+            title: self.title.clone(),
             strategy: self.settings.strategy.as_str().into(),
             model: self.backend.model_info().name,
             context: self.backend.context_size(),

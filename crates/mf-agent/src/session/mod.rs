@@ -308,7 +308,8 @@ impl Sessions {
         let summariser = summariser(&spec, api_key.clone()).await?;
         let backend = self.backend(&spec.engine, spec.context, api_key).await?;
         let (tools, mut notes) = tools_for(&spec, &backend, tools).await?;
-        let mut agent = Agent::new(backend, tools, approver, spec.agent.clone())?.with_summariser(summariser);
+        // The title it was started with is shown again on every resume.
+        let mut agent = Agent::new(backend, tools, approver, spec.agent.clone())?.with_summariser(summariser).with_title(row.title);
         let load = if how.skip_kv { KvLoad::Miss(KvMiss::Skipped) } else { KvLoad::IfItMatches };
         notes.extend(self.attach_kv(&mut agent, id, &spec, load)?);
         store.mark_running(id)?;
@@ -439,6 +440,15 @@ pub(crate) async fn summariser(spec: &RunSpec, api_key: Option<String>) -> Resul
 }
 
 impl Launch {
+    /// Shows `title` to people in place of the question (see
+    /// [`Agent::with_title`]); stored with the run's first event, and given
+    /// again on every resume.
+    #[must_use]
+    pub fn with_title(mut self, title: Option<String>) -> Self {
+        self.agent = self.agent.with_title(title);
+        self
+    }
+
     /// The token that stops this session's loop.
     #[must_use]
     pub fn cancel_token(&self) -> CancelToken {

@@ -96,3 +96,47 @@ fn a_store_file_of_any_name_is_the_one_used() {
     // A bare file name is in the working folder.
     assert_eq!(Sessions::at_db(std::path::Path::new("runs.db")).dir(), std::path::Path::new("."));
 }
+
+/// A session started with a title (a demo's plain question) shows it in its
+/// `started` event and its stored row, the question the model was asked kept
+/// beside it, and shows it again when resumed; a session without one has none.
+#[tokio::test]
+async fn a_title_is_shown_stored_and_given_again_on_resume() {
+    use mf_agent::{Resume, Sessions};
+    let dir = tempfile::tempdir().unwrap();
+    let spec = scripted_spec(dir.path(), StrategyKind::V1);
+    let route = "Call the http tool on {base}/k1.json, then say the value of k1.";
+    let sessions = Sessions::new(dir.path());
+    sessions.use_backend(&spec.engine, spec.context, Scripted::with_kv(4096, lookups(1))).await;
+    let launch = sessions.start_with_tools(spec.clone(), route, Arc::new(NoAnswer), None, Some(world())).await.unwrap();
+    let id = launch.id;
+    let launch = launch.with_title(Some("  What is k1?  ".into()));
+    let mut sink = VecSink::default();
+    launch.run(&mut sink).await.1.unwrap();
+    let title_of = |sink: &VecSink| {
+        sink.events.iter().find_map(|e| match e {
+            AgentEvent::Started { question, title, .. } => Some((question.clone(), title.clone())),
+            _ => None,
+        })
+    };
+    assert_eq!(title_of(&sink), Some((route.to_owned(), Some("What is k1?".to_owned()))), "trimmed, the question kept beside it");
+    let row = sessions.store().unwrap().get(id).unwrap();
+    assert_eq!((row.question.as_str(), row.title.as_deref()), (route, Some("What is k1?")));
+
+    sessions.use_backend(&spec.engine, spec.context, Scripted::with_kv(4096, vec![Reply::Text("k2 is 1002.")])).await;
+    let how = Resume { follow_up: Some("And k2?".into()), ..Resume::default() };
+    let mut sink = VecSink::default();
+    sessions.resume_with_tools(id, how, Arc::new(NoAnswer), None, Some(world())).await.unwrap().run(&mut sink).await.1.unwrap();
+    assert_eq!(title_of(&sink).and_then(|(_, t)| t).as_deref(), Some("What is k1?"), "given again on resume");
+
+    // Without a title: none, and the row shows the question.
+    sessions.use_backend(&spec.engine, spec.context, Scripted::with_kv(4096, lookups(1))).await;
+    let plain = sessions.start_with_tools(spec, "What is k1?", Arc::new(NoAnswer), None, Some(world())).await.unwrap();
+    let plain_id = plain.id;
+    let mut sink = VecSink::default();
+    plain.with_title(Some("   ".into())).run(&mut sink).await.1.unwrap();
+    assert_eq!(title_of(&sink).and_then(|(_, t)| t), None, "a blank title is none");
+    assert_eq!(sessions.store().unwrap().get(plain_id).unwrap().title, None);
+    let json = serde_json::to_string(&sink.events[0]).unwrap();
+    assert!(!json.contains("title"), "an event without a title is stored as before: {json}");
+}

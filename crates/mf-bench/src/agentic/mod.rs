@@ -493,6 +493,8 @@ mod tests {
             (WORLD.replace("\"endpoints\"", "\"route\": [\"/index.json\", \"/nope.json\"], \"endpoints\""), "route[1]"),
             (WORLD.replace("\"endpoints\"", "\"route\": [\"/index.json\", \"/index.json\"], \"endpoints\""), "route[1]"),
             (WORLD.replace("\"reference\": \"Priya", "\"kind\": \"rumour\", \"reference\": \"Priya"), "kind"),
+            (WORLD.replace("\"title\": \"t\",", "\"title\": \"t\", \"plain_question\": \" \","), "plain_question"),
+            (WORLD.replace("\"title\": \"t\",", "\"title\": \"t\", \"plain_question\": \"Who owns {base}?\","), "plain_question"),
         ];
         for (text, field) in cases {
             match parse(&text) {
@@ -503,6 +505,14 @@ mod tests {
                 other => panic!("{field}: expected an error, got {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn a_plain_question_is_kept_beside_the_question() {
+        let w = parse(&WORLD.replace("\"title\": \"t\",", "\"title\": \"t\", \"plain_question\": \"Who owns web-03?\",")).unwrap();
+        assert_eq!(w.plain_question.as_deref(), Some("Who owns web-03?"));
+        assert!(w.question.contains("{base}"));
+        assert_eq!(parse(WORLD).unwrap().plain_question, None);
     }
 
     #[test]

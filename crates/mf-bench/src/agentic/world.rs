@@ -89,8 +89,14 @@ pub struct World {
     /// The system prompt (`{base}` is replaced); default: the harness's.
     #[serde(default)]
     pub system: Option<String>,
-    /// The question (`{base}` is replaced by `http://127.0.0.1:PORT`).
+    /// The question (`{base}` is replaced by `http://127.0.0.1:PORT`): what
+    /// the model is asked.
     pub question: String,
+    /// The question as a person would ask it, when `question` adds what only
+    /// a small model needs (the step-by-step route): the app's demo shows it
+    /// as the investigation's title, the whole question folded beside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plain_question: Option<String>,
     /// The calls that answer the question, in order (endpoint paths): what
     /// the route-driven driver replays as the assistant's tool calls.
     #[serde(default)]
@@ -147,6 +153,14 @@ pub fn parse_world(path: &Path, text: &str) -> Result<World> {
     }
     if w.question.trim().is_empty() {
         return Err(invalid(path, "question", "empty"));
+    }
+    if let Some(plain) = &w.plain_question {
+        if plain.trim().is_empty() {
+            return Err(invalid(path, "plain_question", "empty (leave it out instead)"));
+        }
+        if plain.contains("{base}") {
+            return Err(invalid(path, "plain_question", "names {base}: a person's question does not carry the server's address"));
+        }
     }
     if w.endpoints.is_empty() {
         return Err(invalid(path, "endpoints", "a world needs at least one endpoint"));

@@ -100,9 +100,15 @@ id: string,
  */
 title: string, 
 /**
- * The question it asks.
+ * The question it asks, as a person would (the world's `plain_question`
+ * when it has one; else its whole question).
  */
 question: string, 
+/**
+ * What the model is told besides (the step-by-step route a small model
+ * needs), when the world separates it: shown folded.
+ */
+instructions?: string, 
 /**
  * Endpoints the world serves (what the model can call).
  */

@@ -189,9 +189,14 @@ export type KvMiss = "engine_keeps_no_cache" | "not_saved" | "file_missing" | "m
 
 export type AgentEvent = { "type": "started", 
 /**
- * The question.
+ * The question, as the model is asked it.
  */
 question: string, 
+/**
+ * The question as shown to people, when it differs (a demo world's
+ * plain question; `question` adds the route only a small model needs).
+ */
+title?: string, 
 /**
  * The compaction strategy.
  */
@@ -560,9 +565,14 @@ export type InvestigationRow = {
  */
 id: number, 
 /**
- * The question.
+ * The question, as the model was asked it.
  */
 question: string, 
+/**
+ * The question as shown to people, when it differs (its first
+ * [`AgentEvent::Started`]'s `title`: a demo world's plain question).
+ */
+title?: string, 
 /**
  * Where it stands.
  */
