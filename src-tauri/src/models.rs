@@ -50,9 +50,18 @@ pub fn default_model(dir: &Path) -> Option<(PathBuf, Option<String>)> {
             Some(format!(
                 "{}Running the small test model {TEST_MODEL_FILE}: it works end to end but answers poorly. Put {RECOMMENDED_FILE} in {} (or choose a model in Settings) for real investigations.",
                 passed_over.map(|why| format!("{why}. ")).unwrap_or_default(),
-                dir.display()
+                home_short(dir, std::env::var_os("HOME").map(PathBuf::from).as_deref())
             )),
         )),
+    }
+}
+
+/// `dir` for a banner: under the home folder as `~/…`, else whole.
+fn home_short(dir: &Path, home: Option<&Path>) -> String {
+    match home.filter(|h| h.components().count() > 1).and_then(|h| dir.strip_prefix(h).ok()) {
+        Some(rest) if rest.as_os_str().is_empty() => "~".into(),
+        Some(rest) => format!("~/{}", rest.display()),
+        None => dir.display().to_string(),
     }
 }
 
@@ -244,6 +253,19 @@ pub async fn download_recommended_model(state: State<'_, AppState>, on_event: Ch
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+
+    #[test]
+    fn banner_paths_under_home_are_short() {
+        let home = Path::new("/home/ada");
+        assert_eq!(home_short(Path::new("/home/ada/mf/models"), Some(home)), "~/mf/models");
+        assert_eq!(home_short(Path::new("/home/ada"), Some(home)), "~");
+        // Only whole components: /home/adam is not under /home/ada.
+        assert_eq!(home_short(Path::new("/home/adam/models"), Some(home)), "/home/adam/models");
+        assert_eq!(home_short(Path::new("/srv/models"), Some(home)), "/srv/models");
+        assert_eq!(home_short(Path::new("/srv/models"), None), "/srv/models");
+        // A home of "/" would make every path "~/…".
+        assert_eq!(home_short(Path::new("/srv/models"), Some(Path::new("/"))), "/srv/models");
+    }
 
     #[test]
     fn the_recommended_model_has_a_download() {
