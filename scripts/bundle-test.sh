@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The installable package: builds the .deb (scripts/bundle.sh --debug: the
-# debug profile reuses the test build; `make bundle` builds the release one),
+# The installable package: builds the .deb (scripts/bundle.sh --prebuilt:
+# the programs of the test build, nothing compiled again; `make bundle` builds
+# the release one),
 # checks its control fields and contents, extracts it into a folder laid out
 # as it installs, and starts the installed binary under Xvfb
 # (ui/e2e/installed.mjs). Screenshot: artifacts/screenshots/app/12-installed-deb.png.
@@ -8,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 target="${CARGO_TARGET_DIR:-$PWD/target}"
 bundles="$target/debug/bundle/deb"
-scripts/bundle.sh --debug
+scripts/bundle.sh --prebuilt
 debs=("$bundles"/*.deb)
 [ ${#debs[@]} -eq 1 ] && [ -f "${debs[0]}" ] || { echo "error: expected one .deb in $bundles, found: ${debs[*]}" >&2; exit 1; }
 deb="${debs[0]}"
