@@ -20,19 +20,18 @@ echo "==> UI production build (ui/dist: the desktop app embeds it at compile tim
 npm -w ui run build
 echo "==> cargo fmt --check (rustfmt.toml)"
 cargo fmt --all --check
-# Every cargo step below uses the test profile (`cargo test`'s own): the build
-# scripts clippy runs (llama.cpp's CMake build among them) and every unit
-# `cargo test` compiles are then reused by the next step instead of being
-# built again under the dev profile.
 echo "==> cargo clippy, warnings denied (clippy.toml, [workspace.lints])"
-cargo clippy --workspace --all-targets --profile test --locked -- -D warnings 2>&1
+cargo clippy --workspace --all-targets --locked -- -D warnings 2>&1
 echo "==> cargo test --workspace"
 # setup fetched the test models and the OpenAI-compatible test server: a test
 # that needs one fails by name instead of passing without it.
 export MF_REQUIRE_MODELS=1
 cargo test --workspace --all-targets --locked 2>&1
 echo "==> desktop app: real window under Xvfb (SmolLM2, loopback API, benchmark; screenshots in artifacts/screenshots/app)"
-# The programs of the test build itself (app, mf, mf-sandbox), in $CARGO_TARGET_DIR/debug.
+# The programs of the test build itself (app, mf, mf-sandbox), in
+# $CARGO_TARGET_DIR/debug: the same packages, targets, features and profile as
+# `cargo test` above, so nothing is compiled again; the package below is made
+# from them too.
 cargo build --workspace --all-targets --profile test --locked 2>&1
 scripts/e2e-app.sh
 echo "==> the installable package: .deb built, extracted, its binary started under Xvfb"

@@ -29,8 +29,9 @@ fn a_stored_investigation_is_replayed_under_every_strategy_smollm2() {
     let mut world = agentic::load_worlds(&root().join("scenarios/agentic"), &["cdn-purge-storm".to_owned()]).unwrap().remove(0).world;
     world.route.truncate(6);
     let (ctx, reserve) = (2048, 192);
+    // The only test of its binary: both cores (`cargo test` runs binaries one at a time).
     let mut lc = LlamaConfig::new(&path).with_n_ctx(ctx);
-    lc.n_threads = Some(1);
+    lc.n_threads = Some(2);
     let session = Arc::new(LlamaSession::load(lc).unwrap());
     let strategy = AgenticStrategy::Strategy(StrategyKind::V1);
     let cfg = AgenticConfig {
@@ -70,7 +71,7 @@ fn a_stored_investigation_is_replayed_under_every_strategy_smollm2() {
     rcfg.plan.sampling.max_tokens = 96;
     let model = Model::llama(session).unwrap();
     let mut sc = LlamaConfig::new(&path).with_n_ctx(8192);
-    sc.n_threads = Some(1);
+    sc.n_threads = Some(2);
     let scorer = Model::llama(Arc::new(LlamaSession::load(sc).unwrap())).unwrap();
     let mut steps = 0;
     let r = replay(&model, &scorer, &transcript, &rcfg, &mut |done, total, what| {
