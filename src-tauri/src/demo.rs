@@ -44,12 +44,14 @@ pub fn list_demo_worlds(state: State<'_, AppState>) -> CmdResult<Vec<DemoWorld>>
     let worlds = load_worlds(&state.paths.worlds, &[])?;
     Ok(worlds
         .into_iter()
-        .map(|w| DemoWorld {
-            id: w.world.id.clone(),
-            title: w.world.title.clone(),
-            question: w.world.plain_question.clone().unwrap_or_else(|| w.world.question.replace(BASE, DEMO_API)),
-            instructions: w.world.plain_question.is_some().then(|| w.world.question.replace(BASE, DEMO_API)),
-            tools: w.world.endpoints.len(),
+        .map(|w| {
+            // The routed question names the demo API; with a plain question beside it, it is the instructions.
+            let routed = w.world.question.replace(BASE, DEMO_API);
+            let (question, instructions) = match w.world.plain_question.clone() {
+                Some(plain) => (plain, Some(routed)),
+                None => (routed, None),
+            };
+            DemoWorld { id: w.world.id.clone(), title: w.world.title.clone(), question, instructions, tools: w.world.endpoints.len() }
         })
         .collect())
 }

@@ -29,9 +29,7 @@ fn fixture_dir() -> Option<PathBuf> {
     if dir.join("qwen3-tiny-random.gguf").is_file() && dir.join("reference.json").is_file() {
         return Some(dir);
     }
-    assert!(std::env::var("MF_REQUIRE_MODELS").as_deref() != Ok("1"), "the Qwen3 fixture is absent from {} (run scripts/setup.sh)", dir.display());
-    eprintln!("\n!!!!!!!! SKIPPED: the Qwen3 fixture is absent from {} (run scripts/setup.sh) !!!!!!!!\n", dir.display());
-    None
+    super::support::absent(&format!("the Qwen3 fixture in {}", dir.display()), "run scripts/setup.sh")
 }
 
 struct Fixture {

@@ -177,13 +177,7 @@ fn server_python() -> Option<std::path::PathBuf> {
     if p.is_file() {
         return Some(p);
     }
-    assert!(
-        std::env::var("MF_REQUIRE_MODELS").as_deref() != Ok("1"),
-        "the OpenAI-compatible test server's Python {} is missing (scripts/setup.sh installs it)",
-        p.display()
-    );
-    eprintln!("\n!!!!!!!! SKIPPED: {} is absent (scripts/setup.sh installs it) !!!!!!!!\n", p.display());
-    None
+    super::support::absent(&format!("the OpenAI-compatible test server's Python {}", p.display()), "scripts/setup.sh installs it")
 }
 
 /// A server process, killed when dropped.

@@ -7,14 +7,15 @@ use serde_json::json;
 
 pub fn model_path(file: &str) -> Option<PathBuf> {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../models").join(file);
-    if p.is_file() {
-        Some(p)
-    } else {
-        // The test command sets MF_REQUIRE_MODELS=1: there a missing model fails the test by name.
-        assert!(std::env::var("MF_REQUIRE_MODELS").as_deref() != Ok("1"), "model {} is absent (run scripts/fetch_models.py)", p.display());
-        eprintln!("\n!!!!!!!! SKIPPED: model {} is absent (run scripts/fetch_models.py) !!!!!!!!\n", p.display());
-        None
-    }
+    if p.is_file() { Some(p) } else { absent(&format!("model {}", p.display()), "run scripts/fetch_models.py") }
+}
+
+/// A test input that is not there. The test command sets MF_REQUIRE_MODELS=1:
+/// there the test fails by name; elsewhere it is skipped, loudly.
+pub fn absent<T>(what: &str, fix: &str) -> Option<T> {
+    assert!(std::env::var("MF_REQUIRE_MODELS").as_deref() != Ok("1"), "{what} is absent ({fix})");
+    eprintln!("\n!!!!!!!! SKIPPED: {what} is absent ({fix}) !!!!!!!!\n");
+    None
 }
 
 pub const SMOL: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
