@@ -450,15 +450,23 @@ fn overview(out: &mut String, index: &PageIndex, loaded: &[Vec<ResultsFile>]) {
                 let Some(l) = &r.likelihood else { continue };
                 let find = |c: &str| l.conditions.iter().find(|x| x.condition == c);
                 // A condition ranked on fewer probes (its compaction grew the
-                // history elsewhere) says on how many.
+                // history, or could not fit the budget, elsewhere) says on how many and why.
                 let signal = l.probes - l.no_signal;
                 let cells: Vec<String> = OVERVIEW_CONDITIONS
                     .iter()
                     .map(|c| {
-                        let r = find(c).and_then(|x| x.retention.as_ref());
+                        let x = find(c);
+                        let r = x.and_then(|x| x.retention.as_ref());
                         let text = crate::likelihood::fmt_interval(r);
-                        match r {
-                            Some(i) if i.n < signal => format!("{text} on {} (grew elsewhere)", i.n),
+                        match (r, x) {
+                            (Some(i), Some(x)) if i.n < signal => {
+                                let why = match (x.grew > 0, x.probes < l.probes) {
+                                    (true, true) => "grew or failed elsewhere",
+                                    (false, true) => "compaction failed elsewhere",
+                                    _ => "grew elsewhere",
+                                };
+                                format!("{text} on {} ({why})", i.n)
+                            }
                             _ => text,
                         }
                     })
