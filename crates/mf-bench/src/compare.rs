@@ -24,7 +24,7 @@ use std::fmt::Write as _;
 use crate::error::{BenchError, Result};
 use crate::likelihood::{Interval, fmt_interval};
 use crate::model::CallStats;
-use crate::results::{CompactionRow, ModelResult};
+use crate::results::{CompactionRow, ModelResult, NOT_GENERATED, generated_answers};
 
 /// Conditions whose compacted context no model call shapes.
 const DETERMINISTIC: [&str; 3] = ["full", "baseline", "masking"];
@@ -60,10 +60,10 @@ pub struct ConditionRow {
     pub answers_same_context: usize,
     /// Of those, identical text.
     pub equal_answers_same_context: usize,
-    /// Keyword mean, first run.
-    pub keyword_before: f64,
-    /// Keyword mean, second run.
-    pub keyword_after: f64,
+    /// Keyword mean, first run (`None` when it generated no answer here: a likelihood-only run).
+    pub keyword_before: Option<f64>,
+    /// Keyword mean, second run (`None` as above).
+    pub keyword_after: Option<f64>,
     /// Retention by likelihood in each run (when it was scored).
     pub retention: (Option<Interval>, Option<Interval>),
     /// Compaction wall time summed over the condition's compactions, ms, in each run.
@@ -203,6 +203,8 @@ pub fn compare(before: &ModelResult, after: &ModelResult) -> Result<Comparison> 
     let comp_sums = |r: &ModelResult, c: &str| {
         r.compactions.iter().filter(|x| x.condition == c).fold((0u64, 0usize), |(ms, calls), x| (ms + x.compaction_ms, calls + x.evaluator_calls))
     };
+    // A run scored by likelihood alone has rows without answers: nothing to pair or average there.
+    let (generated_before, generated_after) = (generated_answers(&before.scores), generated_answers(&after.scores));
     let mut rows = Vec::new();
     for c in before.conditions.iter().filter(|c| shared.contains(&c.condition.as_str())) {
         let (ms0, ev0) = comp_sums(before, &c.condition);
@@ -216,8 +218,8 @@ pub fn compare(before: &ModelResult, after: &ModelResult) -> Result<Comparison> 
             same_context: 0,
             answers_same_context: 0,
             equal_answers_same_context: 0,
-            keyword_before: c.keyword.mean,
-            keyword_after: after.conditions.iter().find(|x| x.condition == c.condition).map_or(0.0, |x| x.keyword.mean),
+            keyword_before: generated_before.then_some(c.keyword.mean),
+            keyword_after: after.conditions.iter().find(|x| x.condition == c.condition).filter(|_| generated_after).map(|x| x.keyword.mean),
             retention: (retention(before, &c.condition), retention(after, &c.condition)),
             compaction_ms: (ms0, ms1),
             evaluator_calls: (ev0, ev1),
@@ -228,6 +230,9 @@ pub fn compare(before: &ModelResult, after: &ModelResult) -> Result<Comparison> 
         }
         for b in before.scores.iter().filter(|s| s.condition == c.condition) {
             let Some(a) = after_answers.get(&(b.scenario.clone(), b.condition.clone(), b.rep, b.probe.clone())) else { continue };
+            if a.stop_reason == NOT_GENERATED || b.stop_reason == NOT_GENERATED {
+                continue;
+            }
             let equal = a.answer == b.answer;
             row.answers += 1;
             row.equal_answers += usize::from(equal);
@@ -318,15 +323,15 @@ pub fn markdown(comparisons: &[Comparison]) -> String {
         for r in &c.conditions {
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {}{} | {} | {:.2} → {:.2} | {} → {} | {:.0} s → {:.0} s | {} → {} |",
+                "| {} | {} | {} | {}{} | {} | {} → {} | {} → {} | {:.0} s → {:.0} s | {} → {} |",
                 r.condition,
                 of(r.equal_answers, r.answers),
                 of(r.equal_scores, r.answers),
                 of(r.same_context, r.compactions),
                 if DETERMINISTIC.contains(&r.condition.as_str()) { "" } else { " (by size)" },
                 of(r.equal_answers_same_context, r.answers_same_context),
-                r.keyword_before,
-                r.keyword_after,
+                r.keyword_before.map_or("–".to_owned(), |k| format!("{k:.2}")),
+                r.keyword_after.map_or("–".to_owned(), |k| format!("{k:.2}")),
                 fmt_interval(r.retention.0.as_ref()),
                 fmt_interval(r.retention.1.as_ref()),
                 r.compaction_ms.0 as f64 / 1000.0,
@@ -403,6 +408,22 @@ mod tests {
         assert_eq!((row("v1").same_context, row("v1").answers_same_context), (0, 0));
         assert_eq!(row("v1").equal_answers, 3);
         assert!(markdown(&[c]).contains("| 0.50 |"), "the wall-time ratio");
+    }
+
+    #[test]
+    fn a_run_without_answers_pairs_none_and_shows_no_keyword_mean() {
+        let before = committed("smollm2-multihop-medium-plain.json");
+        let mut after = before.clone();
+        for s in after.scores.iter_mut() {
+            s.stop_reason = NOT_GENERATED.to_owned();
+            s.answer.clear();
+        }
+        let c = compare(&before, &after).unwrap();
+        for row in &c.conditions {
+            assert_eq!((row.answers, row.answers_same_context), (0, 0), "{row:?}");
+            assert_eq!((row.keyword_before.is_some(), row.keyword_after), (true, None), "{row:?}");
+        }
+        assert!(markdown(&[c]).contains("| full | – | – | 1/1 | – | 0.00 → – |"));
     }
 
     #[test]

@@ -60,7 +60,7 @@ fn model_markdown(out: &mut String, r: &ModelResult) {
     if let Some(l) = &r.likelihood {
         crate::likelihood::markdown(out, l);
     }
-    let answered = r.scores.iter().any(|s| s.stop_reason != crate::results::NOT_GENERATED);
+    let answered = crate::results::generated_answers(&r.scores);
     if !answered {
         let _ = writeln!(out, "No answers were generated (scorers: {}): compactions only.\n", st.scorers.join(", "));
         let _ = writeln!(out, "| condition | prompt tokens before → after | fallbacks | not applied | over budget |");
@@ -497,7 +497,7 @@ fn overview(out: &mut String, index: &PageIndex, loaded: &[Vec<ResultsFile>]) {
     for (section, files) in index.sections.iter().zip(loaded) {
         for (e, file) in section.entries.iter().zip(files) {
             let ResultsFile::Suite(models) = file else { continue };
-            for r in models.iter().filter(|r| r.scores.iter().any(|s| s.stop_reason != crate::results::NOT_GENERATED)) {
+            for r in models.iter().filter(|r| crate::results::generated_answers(&r.scores)) {
                 let cells: Vec<String> = OVERVIEW_CONDITIONS
                     .iter()
                     .map(|c| r.conditions.iter().find(|x| x.condition == *c).map_or("–".to_owned(), |x| format!("{:.2}", x.keyword.mean)))
@@ -598,6 +598,19 @@ mod tests {
         std::fs::write(&shape, r#"{"compaction_step": 3}"#).unwrap();
         let e = read_results(&shape).unwrap_err().to_string();
         assert!(e.contains("wrong-shape.json"), "{e}");
+    }
+
+    #[test]
+    fn a_likelihood_run_whose_compactions_failed_somewhere_shows_no_keyword_tables() {
+        let path = root().join("crates/mf-bench/results/suite-smollm2-likelihood.json");
+        let ResultsFile::Suite(runs) = read_results(&path).unwrap() else { panic!("a suite file") };
+        let r = &runs[0];
+        // Masking could not fit the budget on the long scenarios: rows that no scorer answered.
+        assert!(r.scores.iter().any(|s| s.stop_reason == crate::results::COMPACTION_FAILED));
+        assert!(!crate::results::generated_answers(&r.scores));
+        let md = markdown(std::slice::from_ref(r));
+        assert!(md.contains("No answers were generated (scorers: likelihood)"), "{md}");
+        assert!(!md.contains("By class (keyword)"), "{md}");
     }
 
     #[test]

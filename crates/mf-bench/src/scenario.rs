@@ -18,7 +18,7 @@ use crate::error::{BenchError, Result};
 use crate::judge::{Control, grade};
 use crate::load::LoadedScenario;
 use crate::model::{Model, Purpose, to_chat};
-use crate::results::{CompactionRow, ControlRow, NOT_GENERATED, ScoreRow};
+use crate::results::{COMPACTION_FAILED, CompactionRow, ControlRow, NOT_GENERATED, ScoreRow};
 
 fn probe_messages(context: &[Message], probe: &Probe) -> Vec<ChatMessage> {
     let mut msgs: Vec<ChatMessage> = context.iter().map(to_chat).collect();
@@ -319,7 +319,7 @@ pub(crate) fn run_scenario(
     }
     for c in &failed {
         for p in &s.probes {
-            out.rows.push(ScoreRow { judge: cfg.scorers.judge.then_some(0), ..unanswered(s, p, *c, rep, "compaction_failed") });
+            out.rows.push(ScoreRow { judge: cfg.scorers.judge.then_some(0), ..unanswered(s, p, *c, rep, COMPACTION_FAILED) });
         }
         step(format!("{} · {} · rep {} (compaction failed)", s.id, c, rep + 1));
     }
@@ -365,7 +365,7 @@ pub(crate) fn run_scenario(
             }
         }
         if cfg.scorers.judge {
-            for r in out.rows.iter_mut().filter(|r| r.probe == p.id && r.stop_reason != "compaction_failed" && r.stop_reason != NOT_GENERATED) {
+            for r in out.rows.iter_mut().filter(|r| r.probe == p.id && r.stop_reason != COMPACTION_FAILED && r.stop_reason != NOT_GENERATED) {
                 let v = grade_once(&r.answer, &mut out.grades_shared)?;
                 r.judge = v.score;
                 r.judge_raw = Some(v.raw);

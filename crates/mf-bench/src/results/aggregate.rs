@@ -100,7 +100,7 @@ pub fn condition_summaries(conditions: &[&str], rows: &[ScoreRow], comps: &[Comp
                 tokens_before: cs.iter().map(|r| r.tokens_before as f64).sum::<f64>() / n,
                 tokens_after: cs.iter().map(|r| r.tokens_after as f64).sum::<f64>() / n,
                 fallbacks: cs.iter().filter(|r| r.fallback.is_some()).count(),
-                empty_answers: rs.iter().filter(|r| r.answer.is_empty() && r.stop_reason != "compaction_failed").count(),
+                empty_answers: rs.iter().filter(|r| r.answer.is_empty() && r.stop_reason != super::COMPACTION_FAILED).count(),
                 compaction_failures: failures,
                 not_applied: cs.iter().filter(|r| r.kept_original.is_some()).count(),
             }

@@ -26,10 +26,22 @@ pub use merge::merge;
 /// likelihood scorer ran): its keyword score means nothing.
 pub const NOT_GENERATED: &str = "not_generated";
 
+/// The stop reason of a row whose condition's compaction could not fit the
+/// budget: no answer was possible, and it scores 0.
+pub const COMPACTION_FAILED: &str = "compaction_failed";
+
 /// The rows with a generated answer (what the keyword scorer and the judge grade).
 #[must_use]
 pub fn answered(rows: &[ScoreRow]) -> Vec<ScoreRow> {
     rows.iter().filter(|r| r.stop_reason != NOT_GENERATED).cloned().collect()
+}
+
+/// Whether a run generated any answer at all: not when only the likelihood
+/// scorer ran, whose rows are [`NOT_GENERATED`] but for the
+/// [`COMPACTION_FAILED`] ones, which no scorer could answer.
+#[must_use]
+pub fn generated_answers(rows: &[ScoreRow]) -> bool {
+    rows.iter().any(|r| r.stop_reason != NOT_GENERATED && r.stop_reason != COMPACTION_FAILED)
 }
 
 /// One probe answered under one condition in one repetition.
