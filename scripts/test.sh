@@ -30,16 +30,19 @@ echo "==> cargo test --workspace, compiled by clippy with warnings denied (clipp
 # the artifacts a plain `cargo test` uses.
 export RUSTC_WORKSPACE_WRAPPER="$(rustc --print sysroot)/bin/clippy-driver"
 export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+# A test run compiles the workspace once: incremental compilation's bookkeeping
+# would only cost time and disk.
+export CARGO_INCREMENTAL=0
 # setup fetched the test models and the OpenAI-compatible test server: a test
 # that needs one fails by name instead of passing without it.
 export MF_REQUIRE_MODELS=1
 cargo test --workspace --all-targets --locked 2>&1
 echo "==> desktop app: real window under Xvfb (SmolLM2, loopback API, benchmark; screenshots in artifacts/screenshots/app)"
 # The programs of the test build itself (app, mf, mf-sandbox), in
-# $CARGO_TARGET_DIR/debug: the same packages, targets, features and profile as
-# `cargo test` above, so nothing is compiled again; the package below is made
-# from them too.
-cargo build --workspace --all-targets --profile test --locked 2>&1
+# $CARGO_TARGET_DIR/debug: `cargo test` built every binary target (the
+# integration tests run them) with the same packages, features and profile, so
+# nothing is compiled again; the package below is made from them too.
+cargo build --workspace --bins --profile test --locked 2>&1
 scripts/e2e-app.sh
 echo "==> the installable package: .deb built, extracted, its binary started under Xvfb"
 scripts/bundle-test.sh

@@ -327,18 +327,19 @@ pub fn replay(model: &Model, scorer: &Model, transcript: &[Message], cfg: &Repla
             done += 1;
             progress(done, total, &format!("point {} of {}: {name} compacted", pi + 1, pts.len()));
         }
-        for &j in &targets {
-            let text = target_text(&transcript[j]);
-            let between = &transcript[at..j];
-            let mut nll = BTreeMap::new();
-            let mut n_tokens = 0;
-            for (name, ctx) in &contexts {
+        // Context by context, the targets in transcript order: each target's
+        // prompt extends the one before it, so the scorer's cache decodes only
+        // what is new. (Target by target, every call switched contexts and
+        // decoded the whole history again.)
+        let mut scored: Vec<(BTreeMap<String, f64>, usize)> = vec![(BTreeMap::new(), 0); targets.len()];
+        for (name, ctx) in &contexts {
+            for (&j, (nll, n_tokens)) in targets.iter().zip(scored.iter_mut()) {
                 let mut msgs = chat(ctx);
-                msgs.extend(chat(between));
-                match scorer.score(msgs, vec![text.clone()]) {
+                msgs.extend(chat(&transcript[at..j]));
+                match scorer.score(msgs, vec![target_text(&transcript[j])]) {
                     Ok(s) => {
                         if let Some(x) = s.first().and_then(mf_inference::Scored::nll_per_token) {
-                            n_tokens = s[0].tokens.len();
+                            *n_tokens = s[0].tokens.len();
                             nll.insert(name.clone(), x);
                         }
                     }
@@ -346,6 +347,8 @@ pub fn replay(model: &Model, scorer: &Model, transcript: &[Message], cfg: &Repla
                     Err(e) => unscored.push(format!("point {} target {j} after {name}: {e}", pi + 1)),
                 }
             }
+        }
+        for (&j, (nll, n_tokens)) in targets.iter().zip(scored) {
             let kind = if Some(j) == answer_at { "answer" } else { "reply" };
             scores.push(TargetScore { point: pi, at: j, kind: kind.into(), tokens: n_tokens, nll });
         }

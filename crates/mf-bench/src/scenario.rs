@@ -365,7 +365,7 @@ pub(crate) fn run_scenario(
             }
         }
         if cfg.scorers.judge {
-            for r in out.rows.iter_mut().filter(|r| r.probe == p.id && r.stop_reason != COMPACTION_FAILED && r.stop_reason != NOT_GENERATED) {
+            for r in out.rows.iter_mut().filter(|r| r.probe == p.id && r.was_generated()) {
                 let v = grade_once(&r.answer, &mut out.grades_shared)?;
                 r.judge = v.score;
                 r.judge_raw = Some(v.raw);

@@ -101,6 +101,11 @@ fn investigate_stores_everything_and_sessions_list_show_resume_through_the_binar
             "v2",
             "--model",
             &model,
+            // Two threads, whatever the machine: greedy decoding's arithmetic
+            // (and so SmolLM2's run, which this test's checks were written
+            // for) depends on how the work is split.
+            "--threads",
+            "2",
             "--ctx",
             "1024",
             "--reserve",
@@ -237,6 +242,10 @@ fn a_small_model_calls_an_mcp_servers_tool_end_to_end() {
             "investigate",
             "--model",
             model.to_str().unwrap(),
+            // One llama.cpp thread: the other test of this binary runs beside
+            // it, and llama.cpp's threads spin while they wait.
+            "--threads",
+            "1",
             "--tool-grammar",
             "--mcp-config",
             config.to_str().unwrap(),

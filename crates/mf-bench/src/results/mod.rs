@@ -41,7 +41,7 @@ pub fn answered(rows: &[ScoreRow]) -> Vec<ScoreRow> {
 /// [`COMPACTION_FAILED`] ones, which no scorer could answer.
 #[must_use]
 pub fn generated_answers(rows: &[ScoreRow]) -> bool {
-    rows.iter().any(|r| r.stop_reason != NOT_GENERATED && r.stop_reason != COMPACTION_FAILED)
+    rows.iter().any(ScoreRow::was_generated)
 }
 
 /// One probe answered under one condition in one repetition.
@@ -86,6 +86,15 @@ pub struct ScoreRow {
     /// The likelihood scorer's figures for this probe and condition.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub likelihood: Option<crate::likelihood::LikelihoodScore>,
+}
+
+impl ScoreRow {
+    /// Whether the model generated this answer: neither [`NOT_GENERATED`]
+    /// (only the likelihood scorer ran) nor [`COMPACTION_FAILED`].
+    #[must_use]
+    pub fn was_generated(&self) -> bool {
+        self.stop_reason != NOT_GENERATED && self.stop_reason != COMPACTION_FAILED
+    }
 }
 
 /// A control answer's grades.

@@ -2,13 +2,13 @@
 //! prompts, both small models: the probes of one context, and v2.1's
 //! withholding trials (the full context, then one round withheld at a time).
 
-use mf_inference::{CancelToken, ChatMessage, GenerateRequest, Generation, LlamaConfig, LlamaSession, Sampling, Thinking};
+use mf_inference::{CancelToken, ChatMessage, GenerateRequest, Generation, LlamaSession, Sampling, Thinking};
 
 use super::llama::{order_head, order_round};
-use super::support::{GEMMA, SMOL, model_path};
+use super::support::{GEMMA, SMOL, config, model_path};
 
 fn session(file: &str) -> Option<LlamaSession> {
-    Some(LlamaSession::load(LlamaConfig::new(model_path(file)?).with_n_ctx(4096)).unwrap())
+    Some(LlamaSession::load(config(model_path(file)?).with_n_ctx(4096)).unwrap())
 }
 
 fn context() -> Vec<ChatMessage> {

@@ -4,19 +4,18 @@
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use mf_inference::{
-    Backend, CancelToken, ChatMessage, GenerateRequest, Generation, InferenceError, KvPath, LlamaConfig, LlamaSession, Sampling, StopReason, StreamEvent,
-    Thinking,
+    Backend, CancelToken, ChatMessage, GenerateRequest, Generation, InferenceError, KvPath, LlamaSession, Sampling, StopReason, StreamEvent, Thinking,
 };
 use pretty_assertions::assert_eq;
 
-use super::support::{GEMMA, SMOL, model_path};
+use super::support::{GEMMA, SMOL, config, model_path};
 
 const N_CTX: u32 = 2048;
 
 fn shared(file: &'static str, cell: &'static OnceLock<Option<Mutex<LlamaSession>>>) -> Option<MutexGuard<'static, LlamaSession>> {
     cell.get_or_init(|| {
         let path = model_path(file)?;
-        Some(Mutex::new(LlamaSession::load(LlamaConfig::new(path).with_n_ctx(N_CTX)).unwrap_or_else(|e| panic!("load {file}: {e}"))))
+        Some(Mutex::new(LlamaSession::load(config(path).with_n_ctx(N_CTX)).unwrap_or_else(|e| panic!("load {file}: {e}"))))
     })
     .as_ref()
     .map(|m| m.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
@@ -135,7 +134,7 @@ fn gemma3_partial_trim_keeps_prefix() {
 fn gemma3_without_swa_full_trims_through_a_checkpoint_or_clears() {
     let Some(path) = model_path(GEMMA) else { return };
     for checkpoints in [mf_inference::LlamaConfig::new(&path).checkpoints, 0] {
-        let mut cfg = LlamaConfig::new(&path).with_n_ctx(N_CTX);
+        let mut cfg = config(&path).with_n_ctx(N_CTX);
         cfg.swa_full = false;
         cfg.checkpoints = checkpoints;
         let s = LlamaSession::load(cfg).unwrap();
@@ -315,7 +314,7 @@ fn snapshot_of_another_model_is_refused() {
 #[test]
 fn bad_files_are_load_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let load = |p: &std::path::Path| LlamaSession::load(LlamaConfig::new(p).with_n_ctx(256)).unwrap_err();
+    let load = |p: &std::path::Path| LlamaSession::load(config(p).with_n_ctx(256)).unwrap_err();
 
     let err = load(&dir.path().join("missing.gguf"));
     assert!(matches!(err, InferenceError::ModelUnreadable { .. }) && err.is_load_error(), "{err}");
@@ -353,11 +352,11 @@ fn bad_files_are_load_errors() {
 #[test]
 fn context_is_clamped_or_refused() {
     let Some(path) = model_path(SMOL) else { return };
-    let mut cfg = LlamaConfig::new(&path).with_n_ctx(100_000);
+    let mut cfg = config(&path).with_n_ctx(100_000);
     cfg.clamp_to_train = false;
     let err = LlamaSession::load(cfg).unwrap_err();
     assert!(matches!(err, InferenceError::ContextTooLarge { requested: 100_000, train: 8192 }), "{err}");
-    let clamped = LlamaSession::load(LlamaConfig::new(&path).with_n_ctx(100_000)).unwrap();
+    let clamped = LlamaSession::load(config(&path).with_n_ctx(100_000)).unwrap();
     assert_eq!(clamped.context_size(), 8192);
     assert_eq!(clamped.model_info().context_train, Some(8192));
 }
@@ -399,7 +398,7 @@ fn streams_tokens_and_cancels() {
 fn thinking_budget_closes_the_block_and_leaves_room_for_the_answer() {
     let Some(path) = model_path(SMOL) else { return };
     // A ChatML template that opens a thinking block in the generation prompt.
-    let mut cfg = LlamaConfig::new(path).with_n_ctx(512);
+    let mut cfg = config(path).with_n_ctx(512);
     cfg.template_override = Some(
         "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}"
             .into(),
@@ -420,7 +419,7 @@ fn thinking_budget_closes_the_block_and_leaves_room_for_the_answer() {
 #[tokio::test(flavor = "multi_thread")]
 async fn backend_trait_async_path() {
     let Some(path) = model_path(SMOL) else { return };
-    let s = tokio::task::spawn_blocking(move || LlamaSession::load(LlamaConfig::new(path).with_n_ctx(512))).await.unwrap().unwrap();
+    let s = tokio::task::spawn_blocking(move || LlamaSession::load(config(path).with_n_ctx(512))).await.unwrap().unwrap();
     let backend: &dyn Backend = &s;
     let n = backend.count_tokens(&question(), &[]).await.unwrap();
     let g = backend.generate(GenerateRequest { messages: question(), tools: vec![], sampling: Sampling::greedy(4) }, None, CancelToken::new()).await.unwrap();
@@ -458,9 +457,9 @@ fn smollm2_tool_calls_are_held_to_the_schema_by_the_grammar() {
         ChatMessage::user("First call the http tool with url http://127.0.0.1:18931/disks/page1.json, then say how full the fullest disk is."),
     ];
     let with = {
-        let mut config = LlamaConfig::new(path).with_n_ctx(1024);
-        config.tool_grammar = true;
-        let s = LlamaSession::load(config).unwrap();
+        let mut cfg = config(path).with_n_ctx(1024);
+        cfg.tool_grammar = true;
+        let s = LlamaSession::load(cfg).unwrap();
         (0..4)
             .map(|seed| {
                 let sampling = Sampling { temperature: 0.7, top_p: 0.95, seed, max_tokens: 128, ..Sampling::default() };
@@ -590,7 +589,7 @@ fn shift_agreement(s: &LlamaSession, name: &str) -> (usize, usize, usize, usize)
 
 /// A session with the shift switched on (it is off by default).
 fn shifting(file: &str) -> Option<LlamaSession> {
-    let mut cfg = LlamaConfig::new(model_path(file)?).with_n_ctx(N_CTX);
+    let mut cfg = config(model_path(file)?).with_n_ctx(N_CTX);
     cfg.kv_shift = true;
     Some(LlamaSession::load(cfg).unwrap())
 }
@@ -611,7 +610,7 @@ fn gemma3_kv_shift_after_compaction_agrees_with_fresh_decode() {
 #[test]
 fn kv_shift_off_redecodes_the_tail() {
     let Some(path) = model_path(SMOL) else { return };
-    let mut cfg = LlamaConfig::new(path).with_n_ctx(N_CTX);
+    let mut cfg = config(path).with_n_ctx(N_CTX);
     cfg.kv_shift = false;
     let s = LlamaSession::load(cfg).unwrap();
     let mut long = order_head();
@@ -638,7 +637,7 @@ fn gemma3_checkpoints_replace_swa_full() {
     let Some(path) = model_path(GEMMA) else { return };
     let tools = super::support::tools();
     let run = |swa_full: bool| {
-        let mut cfg = LlamaConfig::new(&path).with_n_ctx(N_CTX);
+        let mut cfg = config(&path).with_n_ctx(N_CTX);
         cfg.swa_full = swa_full;
         cfg.kv_shift = true;
         let s = LlamaSession::load(cfg).unwrap();

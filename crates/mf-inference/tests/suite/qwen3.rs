@@ -12,9 +12,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use mf_inference::template::TemplateOrigin;
 use mf_inference::tool_parse::ToolCallFormat;
-use mf_inference::{
-    CancelToken, ChatMessage, GenerateRequest, Generation, LlamaConfig, LlamaSession, Sampling, StopReason, Thinking, ToolCall, ToolSpec, common_prefix,
-};
+use mf_inference::{CancelToken, ChatMessage, GenerateRequest, Generation, LlamaSession, Sampling, StopReason, Thinking, ToolCall, ToolSpec, common_prefix};
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
@@ -46,7 +44,7 @@ fn fixture() -> Option<&'static Fixture> {
         let conversation: Value = serde_json::from_str(CONVERSATION).unwrap();
         let wanted = sha256_hex(CONVERSATION.as_bytes());
         assert_eq!(reference["inputs"]["conversation_sha256"], wanted.as_str(), "the reference was made from another conversation: run scripts/setup.sh");
-        let session = LlamaSession::load(LlamaConfig::new(dir.join("qwen3-tiny-random.gguf")).with_n_ctx(2048)).expect("the qwen3 fixture loads");
+        let session = LlamaSession::load(super::support::config(dir.join("qwen3-tiny-random.gguf")).with_n_ctx(2048)).expect("the qwen3 fixture loads");
         Some(Fixture { session: Mutex::new(session), reference, conversation })
     })
     .as_ref()

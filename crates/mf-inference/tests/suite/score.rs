@@ -8,9 +8,9 @@
 //! decoded in one batch when scored, one token at a time when generated; a
 //! warm cache decodes a shorter suffix than a cold one).
 
-use mf_inference::{CancelToken, ChatMessage, GenerateRequest, LlamaConfig, LlamaSession, Sampling, ScoreRequest, Scored};
+use mf_inference::{CancelToken, ChatMessage, GenerateRequest, LlamaSession, Sampling, ScoreRequest, Scored};
 
-use super::support::{GEMMA, SMOL, model_path};
+use super::support::{GEMMA, SMOL, config, model_path};
 
 /// Mean absolute difference per token allowed between two computations of
 /// the same tokens in batches of other shapes (nats): llama.cpp's CPU kernels
@@ -29,7 +29,7 @@ const WARM_TOL: f64 = 1e-6;
 
 fn load(file: &str) -> Option<LlamaSession> {
     let path = model_path(file)?;
-    let mut cfg = LlamaConfig::new(path).with_n_ctx(2048);
+    let mut cfg = config(path).with_n_ctx(2048);
     cfg.record_logprobs = true;
     Some(LlamaSession::load(cfg).unwrap_or_else(|e| panic!("load {file}: {e}")))
 }
@@ -235,9 +235,7 @@ fn openai_scoring_matches_the_embedded_engine() {
     let req = ScoreRequest { messages: conversation(), tools: vec![], continuations: conts.iter().map(|c| (*c).to_owned()).collect() };
     let remote = rt.block_on(backend.score(req, CancelToken::new())).unwrap();
     let local = {
-        let mut cfg = LlamaConfig::new(&path).with_n_ctx(2048);
-        cfg.n_threads = Some(1);
-        let s = LlamaSession::load(cfg).unwrap();
+        let s = LlamaSession::load(config(&path).with_n_ctx(2048)).unwrap();
         score(&s, &conversation(), &conts)
     };
     for (i, (r, l)) in remote.iter().zip(&local).enumerate() {

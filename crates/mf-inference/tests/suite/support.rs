@@ -2,12 +2,22 @@
 
 use std::path::PathBuf;
 
-use mf_inference::{ChatMessage, ToolCall, ToolSpec};
+use mf_inference::{ChatMessage, LlamaConfig, ToolCall, ToolSpec};
 use serde_json::json;
 
 pub fn model_path(file: &str) -> Option<PathBuf> {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../models").join(file);
     if p.is_file() { Some(p) } else { absent(&format!("model {}", p.display()), "run scripts/fetch_models.py") }
+}
+
+/// A model's configuration in these tests: one llama.cpp thread. The harness
+/// runs as many tests at a time as there are cores, and llama.cpp's threads
+/// spin while they wait, so sessions of all the cores each, side by side,
+/// took several times the wall time of sessions of one thread each.
+pub fn config(path: impl Into<PathBuf>) -> LlamaConfig {
+    let mut c = LlamaConfig::new(path);
+    c.n_threads = Some(1);
+    c
 }
 
 /// A test input that is not there. The test command sets MF_REQUIRE_MODELS=1:
