@@ -33,16 +33,24 @@ export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 # A test run compiles the workspace once: incremental compilation's bookkeeping
 # would only cost time and disk.
 export CARGO_INCREMENTAL=0
+# llama.cpp's C++ at -O2 here (CMake's Release default is -O3; the sys crate's
+# build script passes CMAKE_* variables on to CMake): its quantized dot
+# products, three quarters of a prefill, are C and stay at -O3, and its C++ is
+# most of a cold build's compile time. `make run` and the package use -O3.
+export CMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG"
 # setup fetched the test models and the OpenAI-compatible test server: a test
 # that needs one fails by name instead of passing without it.
 export MF_REQUIRE_MODELS=1
 cargo test --workspace --all-targets --locked 2>&1
 echo "==> desktop app: real window under Xvfb (SmolLM2, loopback API, benchmark; screenshots in artifacts/screenshots/app)"
 # The programs of the test build itself (app, mf, mf-sandbox), in
-# $CARGO_TARGET_DIR/debug: `cargo test` built every binary target (the
-# integration tests run them) with the same packages, features and profile, so
-# nothing is compiled again; the package below is made from them too.
-cargo build --workspace --bins --profile test --locked 2>&1
+# $CARGO_TARGET_DIR/debug, made from the artifacts `cargo test` built: with
+# all targets, dependencies resolve to the same features (with `--bins` alone
+# the dev-dependencies drop out, features change, and 27 crates, tokio and
+# tauri among them, compiled again: 72 s), and only what `cargo test` built as a
+# test harness instead (the app's binary, the examples) is compiled, seconds.
+# The package below is made from them too.
+cargo build --workspace --all-targets --profile test --locked 2>&1
 scripts/e2e-app.sh
 echo "==> the installable package: .deb built, extracted, its binary started under Xvfb"
 scripts/bundle-test.sh
