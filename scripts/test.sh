@@ -33,11 +33,6 @@ export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 # A test run compiles the workspace once: incremental compilation's bookkeeping
 # would only cost time and disk.
 export CARGO_INCREMENTAL=0
-# llama.cpp's C++ at -O2 here (CMake's Release default is -O3; the sys crate's
-# build script passes CMAKE_* variables on to CMake): its quantized dot
-# products, three quarters of a prefill, are C and stay at -O3, and its C++ is
-# most of a cold build's compile time. `make run` and the package use -O3.
-export CMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG"
 # setup fetched the test models and the OpenAI-compatible test server: a test
 # that needs one fails by name instead of passing without it.
 export MF_REQUIRE_MODELS=1
