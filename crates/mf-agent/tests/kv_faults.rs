@@ -4,8 +4,9 @@
 //! per damaged copy of the cache: bytes flipped (one test) and the file cut
 //! (another) at places drawn from a fixed seed. Every resume must either load
 //! an intact cache or decode the history again, give the answer of the resume
-//! without the cache, and never abort (a file cut short used to reach an assertion inside
-//! llama.cpp, which ends the process: this test binary would die with it).
+//! without the cache, and never abort (a file cut short used to reach an
+//! assertion inside llama.cpp, which ends the process: this test binary would
+//! die with it).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::path::{Path, PathBuf};

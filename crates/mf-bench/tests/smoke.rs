@@ -1,5 +1,5 @@
 //! CI smoke runs on SmolLM2-135M (embedded llama.cpp): two short scenarios,
-//! every condition, both scorers, checked end to end against the schema; and
+//! every condition and every scorer, checked end to end against the schema; and
 //! a tiny live agentic run (one world, two strategies, a small context).
 //! Both run in one test binary (one link), side by side on the CI's cores.
 //! Skipped with a note when the model file is absent (`make models` fetches it).
